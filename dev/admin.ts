@@ -1,0 +1,33 @@
+// A fetch-only client for a bridge's admin API: works from Node, workerd, Deno and Bun.
+import type { Counters, Faults } from "./bridge.ts";
+
+/** What `GET /state` returns. */
+export interface NodeState {
+  faults: Faults;
+  counters: Counters;
+  redis: { state: "running" | "paused" | "killed"; port: number };
+}
+
+/**
+ * Controls one node of the local cluster over its `adminUrl`.
+ * @example
+ * await nodeAdmin(cluster.nodes[0].adminUrl).faults({ latencyMs: 250 });
+ */
+export function nodeAdmin(adminUrl: string) {
+  const call = async (path: string, body?: unknown): Promise<NodeState> => {
+    const res = await fetch(adminUrl + path, body === undefined ? {} : { method: "POST", body: JSON.stringify(body) });
+    const json = (await res.json()) as NodeState & { error?: string };
+    if (!res.ok) throw new Error(`admin ${path}: ${json.error}`);
+    return json;
+  };
+  return {
+    state: () => call("/state"),
+    faults: (patch: Partial<Faults>) => call("/faults", patch),
+    reset: () => call("/reset", {}),
+    resetCounters: () => call("/counters/reset", {}),
+    kill: () => call("/redis/kill", {}),
+    pause: () => call("/redis/pause", {}),
+    resume: () => call("/redis/resume", {}),
+    restart: () => call("/redis/restart", {}),
+  };
+}

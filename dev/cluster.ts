@@ -1,0 +1,116 @@
+// N real redis-server processes, each behind its own Upstash-compatible REST bridge.
+import { randomBytes } from "node:crypto";
+import { Bridge } from "./bridge.ts";
+import { RedisProcess, ensureRedisServer, freePort } from "./redis-server.ts";
+
+/** How to reach one node of the local cluster. */
+export interface ClusterNode {
+  /** Upstash REST URL of the bridge (`UPSTASH_REDIS_REST_URL`). */
+  url: string;
+  /** Bearer token the bridge requires (`UPSTASH_REDIS_REST_TOKEN`). */
+  token: string;
+  /** Plain Redis TCP URL of the redis-server behind the bridge. */
+  redisUrl: string;
+  /** Fault-injection API of the bridge (see dev/README.md). */
+  adminUrl: string;
+}
+
+/** A running local cluster. */
+export interface Cluster {
+  nodes: ClusterNode[];
+  /** The bridges, for tests that run in the same Node process. */
+  bridges: Bridge[];
+  /** The redis-server processes, for tests that run in the same Node process. */
+  servers: RedisProcess[];
+  stop(): Promise<void>;
+}
+
+export interface ClusterOptions {
+  /** Number of independent nodes (default 5). */
+  nodes?: number;
+  /** Bearer token for every bridge (default: random). */
+  token?: string;
+}
+
+const running = new Set<Cluster>();
+let exitHookInstalled = false;
+
+/**
+ * Starts `nodes` redis-server processes on free 127.0.0.1 ports, no persistence, each behind a REST bridge.
+ * @example
+ * const cluster = await startCluster({ nodes: 5 });
+ * const redlock = new Redlock(cluster.nodes);
+ * await cluster.stop();
+ */
+export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+  const count = options.nodes ?? 5;
+  const token = options.token ?? randomBytes(18).toString("base64url");
+  const binary = ensureRedisServer();
+  installExitHook();
+
+  const servers: RedisProcess[] = [];
+  const bridges: Bridge[] = [];
+  const cluster: Cluster = {
+    nodes: [],
+    bridges,
+    servers,
+    async stop() {
+      running.delete(cluster);
+      await Promise.all(bridges.map((bridge) => bridge.stop()));
+      await Promise.all(servers.map((server) => server.kill()));
+    },
+  };
+  running.add(cluster);
+  try {
+    await Promise.all(
+      Array.from({ length: count }, async (_, index) => {
+        const server = new RedisProcess(binary, await freePort());
+        servers[index] = server;
+        await server.start();
+        const bridge = new Bridge({ redisPort: server.port, token });
+        bridge.onAdmin = async (action) => {
+          const result = await controlRedis(server, action);
+          if (action === "restart" || action === "resume") await bridge.ready();
+          return result;
+        };
+        bridges[index] = bridge;
+        await bridge.start();
+      }),
+    );
+  } catch (error) {
+    await cluster.stop().catch(() => {});
+    throw error;
+  }
+  cluster.nodes = bridges.map((bridge, index) => ({
+    url: bridge.url,
+    token,
+    redisUrl: servers[index].url,
+    adminUrl: bridge.adminUrl,
+  }));
+  return cluster;
+}
+
+async function controlRedis(server: RedisProcess, action: string): Promise<unknown> {
+  switch (action) {
+    case "state":
+      return { state: server.state, port: server.port };
+    case "kill":
+      return server.kill();
+    case "pause":
+      return server.pause();
+    case "resume":
+      return server.resume();
+    case "restart":
+      return server.restartEmpty();
+    default:
+      throw new Error(`unknown redis action: ${action} (kill, pause, resume, restart)`);
+  }
+}
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once("exit", () => {
+    for (const cluster of running) for (const server of cluster.servers) server.forceKill();
+  });
+}

@@ -1,0 +1,150 @@
+// One real redis-server process on 127.0.0.1: start, kill, pause, resume, restart empty.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+import { existsSync } from "node:fs";
+import { Redis } from "ioredis";
+
+const SEARCH_PATH = ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/opt/homebrew/bin"];
+
+/** Finds redis-server on PATH or in the usual places; installs it with apt-get when root. */
+export function ensureRedisServer(): string {
+  const found = findRedisServer();
+  if (found) return found;
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+  const hasApt = existsSync("/usr/bin/apt-get");
+  if (!isRoot || !hasApt) {
+    throw new Error(
+      "redis-server is not installed. Install it with `sudo apt-get update && sudo apt-get install -y redis-server` " +
+        "(Debian/Ubuntu) or `brew install redis` (macOS), then run this again.",
+    );
+  }
+  process.stderr.write("redis-server is missing: installing it with apt-get ...\n");
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  for (const args of [["update", "-qq"], ["install", "-y", "-qq", "redis-server"]]) {
+    const r = spawnSync("apt-get", args, { stdio: ["ignore", "ignore", "inherit"], env });
+    if (r.status !== 0) throw new Error(`apt-get ${args.join(" ")} failed (exit ${r.status}); install redis-server by hand.`);
+  }
+  const installed = findRedisServer();
+  if (!installed) throw new Error("apt-get reported success but redis-server is still not found.");
+  return installed;
+}
+
+function findRedisServer(): string | undefined {
+  const dirs = [...(process.env.PATH ?? "").split(":").filter(Boolean), ...SEARCH_PATH];
+  for (const dir of dirs) {
+    const candidate = `${dir}/redis-server`;
+    if (existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+/** Asks the kernel for a free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export type RedisProcessState = "running" | "paused" | "killed";
+
+/** A redis-server process bound to one port that can be killed, paused and restarted empty. */
+export class RedisProcess {
+  readonly port: number;
+  readonly binary: string;
+  #child: ChildProcess | undefined;
+  #state: RedisProcessState = "killed";
+
+  constructor(binary: string, port: number) {
+    this.binary = binary;
+    this.port = port;
+  }
+
+  get state(): RedisProcessState {
+    return this.#state;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** Starts the process (no persistence, so every start is empty) and waits until it accepts commands. */
+  async start(): Promise<void> {
+    const child = spawn(
+      this.binary,
+      ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no", "--loglevel", "warning"],
+      { stdio: ["ignore", "ignore", "pipe"] },
+    );
+    let stderr = "";
+    child.stderr?.on("data", (chunk) => (stderr += String(chunk)));
+    this.#child = child;
+    const exited = new Promise<never>((_, reject) =>
+      child.once("exit", (code) => reject(new Error(`redis-server on port ${this.port} exited (${code}): ${stderr.trim()}`))),
+    );
+    exited.catch(() => {});
+    await Promise.race([waitForPort(this.port, 5_000), exited]);
+    this.#state = "running";
+  }
+
+  /** SIGKILL: the data is gone with the process. */
+  async kill(): Promise<void> {
+    const child = this.#child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) {
+      this.#state = "killed";
+      return;
+    }
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGCONT");
+    child.kill("SIGKILL");
+    await exited;
+    this.#child = undefined;
+    this.#state = "killed";
+  }
+
+  /** Synchronous SIGKILL for process-exit hooks. */
+  forceKill(): void {
+    this.#child?.kill("SIGCONT");
+    this.#child?.kill("SIGKILL");
+  }
+
+  /** SIGSTOP: connections stay open, nothing answers. */
+  pause(): void {
+    if (this.#state !== "running") throw new Error(`cannot pause a ${this.#state} redis-server`);
+    this.#child?.kill("SIGSTOP");
+    this.#state = "paused";
+  }
+
+  /** SIGCONT after pause. */
+  resume(): void {
+    if (this.#state !== "paused") throw new Error(`cannot resume a ${this.#state} redis-server`);
+    this.#child?.kill("SIGCONT");
+    this.#state = "running";
+  }
+
+  /** Kill, then start again on the same port with no data. */
+  async restartEmpty(): Promise<void> {
+    await this.kill();
+    await this.start();
+  }
+}
+
+async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const probe = new Redis({ port, host: "127.0.0.1", lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    probe.on("error", () => {});
+    const ok = await probe
+      .connect()
+      .then(() => probe.ping())
+      .then((reply) => reply === "PONG", () => false);
+    probe.disconnect();
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`redis-server did not start on port ${port} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
