@@ -1,0 +1,48 @@
+// Node settings from environment variables or Worker bindings.
+import { InvalidArgumentError } from "./errors.ts";
+import type { NodeConfig } from "./node.ts";
+
+/** Options of {@link nodesFromEnv}. */
+export interface EnvOptions {
+  /** How many databases to read (default 5). */
+  nodes?: number;
+}
+
+/** The variable names for database `n` (1-based). */
+export const envNames = (n: number) => ({ url: `UPSTASH_REDIS_REST_URL_${n}`, token: `UPSTASH_REDIS_REST_TOKEN_${n}` });
+
+/**
+ * Configuration is missing from the environment; `missing` lists the variable names (never values).
+ * @example
+ * catch (e) { if (e instanceof MissingConfigurationError) console.error("set", e.missing.join(", ")); }
+ */
+export class MissingConfigurationError extends InvalidArgumentError {
+  readonly missing: string[];
+  constructor(missing: string[]) {
+    super("env", `is missing ${missing.join(", ")}`);
+    this.missing = missing;
+  }
+}
+
+/**
+ * Reads `UPSTASH_REDIS_REST_URL_1` … `_N` and `UPSTASH_REDIS_REST_TOKEN_1` … `_N`.
+ * @example
+ * const nodes = nodesFromEnv(env); // Worker bindings, process.env or Deno.env.toObject()
+ */
+export function nodesFromEnv(env: Record<string, unknown>, options: EnvOptions = {}): NodeConfig[] {
+  if (typeof env !== "object" || env === null) throw new InvalidArgumentError("env", "must be an object of variables");
+  const count = options.nodes ?? 5;
+  if (!Number.isInteger(count) || count < 1) throw new InvalidArgumentError("options.nodes", "must be a positive integer");
+  const missing: string[] = [];
+  const nodes: NodeConfig[] = [];
+  for (let n = 1; n <= count; n++) {
+    const names = envNames(n);
+    const url = env[names.url];
+    const token = env[names.token];
+    if (typeof url !== "string" || url === "") missing.push(names.url);
+    if (typeof token !== "string" || token === "") missing.push(names.token);
+    nodes.push({ url: url as string, token: token as string });
+  }
+  if (missing.length > 0) throw new MissingConfigurationError(missing);
+  return nodes;
+}

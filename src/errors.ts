@@ -1,0 +1,127 @@
+// Typed errors. Messages and tallies name nodes by index and label, never a token or a lock value.
+import type { NodeVote } from "./vote.ts";
+
+/**
+ * The base class of every error this library throws.
+ * @example
+ * try { await redlock.acquire(["k"], 5_000); } catch (e) { if (e instanceof RedlockError) console.warn(e.message); }
+ */
+export class RedlockError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * A bad argument or option, thrown before any request is sent.
+ * @example
+ * new Redlock([]); // throws InvalidArgumentError: nodes must hold at least one node
+ */
+export class InvalidArgumentError extends RedlockError {
+  /** The argument or option at fault, e.g. `"ttl"` or `"options.nodeTimeout"`. */
+  readonly argument: string;
+  constructor(argument: string, problem: string) {
+    super(`${argument} ${problem}`);
+    this.argument = argument;
+  }
+}
+
+/**
+ * One round as it stood when it was decided.
+ * @example
+ * const { granted, denied, errors, validityMs } = error.attempts.at(-1)!;
+ */
+export interface AttemptTally {
+  /** 1 for the first attempt. */
+  attempt: number;
+  granted: number;
+  denied: number;
+  errors: number;
+  /** ms from the first request to the decision. */
+  elapsedMs: number;
+  /** ttl − elapsed − drift: > 0 means the grants were still valid when counted. */
+  validityMs: number;
+  votes: NodeVote[];
+}
+
+/**
+ * Why a lock could not be acquired or extended:
+ * `held` — nodes answered that another holder has it;
+ * `unreachable` — too many nodes gave no usable answer for a quorum;
+ * `expired` — a quorum granted, but the round took so long that no validity was left;
+ * `lost` — (extension only) the lock's validity had already ended before the extension.
+ * @example
+ * if (error.reason === "held") return new Response("busy", { status: 423 });
+ */
+export type FailureReason = "held" | "unreachable" | "expired" | "lost";
+
+/**
+ * The lock was not acquired after every attempt. Nothing is left set: each failed attempt was
+ * released on all nodes.
+ * @example
+ * try { await redlock.acquire(["k"], 5_000); }
+ * catch (e) { if (e instanceof LockAcquisitionError && e.reason === "held") console.log(e.retryAfterMs); }
+ */
+export class LockAcquisitionError extends RedlockError {
+  readonly reason: FailureReason;
+  readonly resources: readonly string[];
+  readonly attempts: AttemptTally[];
+  constructor(resources: readonly string[], attempts: AttemptTally[]) {
+    const last = attempts[attempts.length - 1];
+    const reason = failureReason(last);
+    super(
+      `could not acquire a lock on ${resources.length} resource(s) after ${attempts.length} attempt(s): ${describe(reason, last)}`,
+    );
+    this.reason = reason;
+    this.resources = resources;
+    this.attempts = attempts;
+  }
+
+  /** The holder's remaining time as the denying nodes of the last attempt reported it (ms), if known. */
+  get retryAfterMs(): number | undefined {
+    return holderPttl(this.attempts[this.attempts.length - 1]);
+  }
+}
+
+/**
+ * The lock could not be extended: treat it as lost and stop acting on it.
+ * @example
+ * try { await lock.extend(5_000); } catch (e) { if (e instanceof LockExtensionError) abortWork(); }
+ */
+export class LockExtensionError extends RedlockError {
+  readonly reason: FailureReason;
+  readonly resources: readonly string[];
+  /** The extension round, absent when the lock had expired before it. */
+  readonly tally?: AttemptTally;
+  constructor(resources: readonly string[], tally?: AttemptTally) {
+    const reason = tally ? failureReason(tally) : "lost";
+    super(`lock on ${resources.length} resource(s) lost: ${tally ? describe(reason, tally) : "its validity ended before the extension"}`);
+    this.reason = reason;
+    this.resources = resources;
+    this.tally = tally;
+  }
+}
+
+function failureReason(tally: AttemptTally): FailureReason {
+  const nodes = tally.votes.length;
+  const quorum = Math.floor(nodes / 2) + 1;
+  if (tally.granted >= quorum) return "expired";
+  return tally.errors > nodes - quorum ? "unreachable" : "held";
+}
+
+function describe(reason: FailureReason, tally: AttemptTally): string {
+  const counts = `${tally.granted} granted, ${tally.denied} denied, ${tally.errors} errors of ${tally.votes.length} nodes`;
+  if (reason === "expired") return `quorum reached too late (${counts}, validity ${Math.round(tally.validityMs)} ms)`;
+  if (reason === "unreachable") {
+    const causes = [...new Set(tally.votes.flatMap((v) => (v.outcome === "error" ? [v.cause] : [])))];
+    return `quorum unreachable (${counts}; ${causes.join("; ")})`;
+  }
+  return `held by another holder (${counts})`;
+}
+
+function holderPttl(tally: AttemptTally | undefined): number | undefined {
+  const pttls = (tally?.votes ?? []).flatMap((v) => (v.outcome === "denied" && v.pttl !== undefined && v.pttl >= 0 ? [v.pttl] : []));
+  if (pttls.length === 0) return undefined;
+  return pttls.sort((a, b) => a - b)[Math.floor((pttls.length - 1) / 2)];
+}

@@ -1,0 +1,17 @@
+// edge-redlock: the Redlock distributed lock over HTTP for edge and serverless runtimes.
+export { Redlock, type NodeInput } from "./redlock.ts";
+export { Lock, type ReleaseResult } from "./lock.ts";
+export { DEFAULTS, MAX_TTL, type AcquireOptions, type RedlockOptions } from "./options.ts";
+export {
+  InvalidArgumentError,
+  LockAcquisitionError,
+  LockExtensionError,
+  RedlockError,
+  type AttemptTally,
+  type FailureReason,
+} from "./errors.ts";
+export { MissingConfigurationError, envNames, nodesFromEnv, type EnvOptions } from "./env.ts";
+export { upstashNode, type NodeConfig, type RedlockNode, type ScriptClient } from "./node.ts";
+export { ACQUIRE, EXTEND, RELEASE, type Script } from "./scripts.ts";
+export { systemClock, type Clock } from "./clock.ts";
+export type { NodeVote, Vote } from "./vote.ts";

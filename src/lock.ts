@@ -1,0 +1,120 @@
+// A held lock: what the caller keeps, and what release and extend need.
+import type { NodeVote, Vote } from "./vote.ts";
+
+/**
+ * What {@link Lock.release} reports. `released` counts the nodes that deleted the lock's keys;
+ * nodes that no longer held them (expired, or taken over) are not errors.
+ * @example
+ * const { released, errors, pending } = await lock.release();
+ * ctx.waitUntil(pending);
+ */
+export interface ReleaseResult {
+  released: number;
+  /** Nodes that gave no usable answer within nodeTimeout. */
+  errors: number;
+  votes: NodeVote[];
+  /**
+   * Follow-up releases for nodes whose acquire reply was still outstanding at release time (so a
+   * late-landing acquire is undone too). Resolves within nodeTimeout of that reply; never rejects.
+   * On Workers, hand it to `ctx.waitUntil`.
+   */
+  pending: Promise<void>;
+}
+
+/** The operations a lock delegates to the {@link Redlock} that made it. */
+export interface LockOwner {
+  extend(lock: Lock, ttl: number): Promise<Lock>;
+  release(lock: Lock): Promise<ReleaseResult>;
+  now(): number;
+}
+
+/** Package-internal state of a lock. */
+export interface LockState {
+  owner: LockOwner;
+  value: string;
+  /** Monotonic time at which validity ends. */
+  deadline: number;
+  expiresAt: number;
+  /** Nodes whose acquire reply was still out when the lock was granted, with that reply to come. */
+  stragglers: Map<number, Promise<Vote>>;
+}
+
+const states = new WeakMap<Lock, LockState>();
+
+/** @internal */
+export function lockState(lock: Lock): LockState {
+  const state = states.get(lock);
+  if (!state) throw new TypeError("not a lock made by this library");
+  return state;
+}
+
+const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? (Symbol.for("Symbol.asyncDispose") as typeof Symbol.asyncDispose);
+
+/**
+ * A lock held on a quorum of nodes until {@link Lock.expiresAt}. Act on the resources only while
+ * `Date.now() < lock.expiresAt` (better: check {@link Lock.validityMs}); extend before it ends.
+ * @example
+ * const lock = await redlock.acquire(["orders:42"], 10_000);
+ * try { await charge(order); } finally { await lock.release(); }
+ */
+export class Lock {
+  /** The keys this lock holds, in the order given. */
+  readonly resources: readonly string[];
+  /** How many attempts the acquisition took. */
+  readonly attempts: number;
+
+  constructor(resources: readonly string[], value: string, attempts: number, state: Omit<LockState, "value">) {
+    this.resources = Object.freeze([...resources]);
+    this.attempts = attempts;
+    states.set(this, { ...state, value });
+  }
+
+  /** The random value that proves ownership on every node (a getter, so logging the lock does not print it). */
+  get value(): string {
+    return lockState(this).value;
+  }
+
+  /** Epoch ms at which the validity ends (ttl − elapsed − drift after the last acquire or extend). */
+  get expiresAt(): number {
+    return lockState(this).expiresAt;
+  }
+
+  /** ms of validity left now, on the monotonic clock; ≤ 0 means the lock must be treated as lost. */
+  get validityMs(): number {
+    const state = lockState(this);
+    return state.deadline - state.owner.now();
+  }
+
+  /**
+   * Sets a new ttl on a quorum, with the same validity rule as acquire. Resolves with this lock,
+   * its `expiresAt` moved; rejects with {@link LockExtensionError} when the lock is lost.
+   * @example
+   * await lock.extend(10_000);
+   */
+  extend(ttl: number): Promise<Lock> {
+    return lockState(this).owner.extend(this, ttl);
+  }
+
+  /**
+   * Deletes the keys on every node that still holds this lock's value. Never throws for node failures.
+   * @example
+   * const { released } = await lock.release();
+   */
+  release(): Promise<ReleaseResult> {
+    return lockState(this).owner.release(this);
+  }
+
+  /**
+   * Releases at the end of an `await using` scope.
+   * @example
+   * await using lock = await redlock.acquire(["k"], 5_000);
+   */
+  async [asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  /** Keeps the value out of `JSON.stringify` and logs. */
+  toJSON(): { resources: readonly string[]; expiresAt: number } {
+    return { resources: this.resources, expiresAt: this.expiresAt };
+  }
+}

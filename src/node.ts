@@ -1,0 +1,141 @@
+// One Redis database: runs a script under a signal and turns whatever happens into a vote.
+import { Redis } from "@upstash/redis/cloudflare";
+import { scriptSha, type Script } from "./scripts.ts";
+import type { Vote } from "./vote.ts";
+
+/**
+ * One independent Redis database as the lock sees it. Implement this to plug in another transport.
+ * `run` sends one script and resolves with the raw reply; it must stop when `signal` aborts.
+ * @example
+ * const node: RedlockNode = { label: "eu-1", run: (script, keys, args, signal) => myEval(script.lua, keys, args, signal) };
+ */
+export interface RedlockNode {
+  /** A name for logs and tallies; never a secret. */
+  readonly label: string;
+  run(script: Script, keys: string[], args: string[], signal: AbortSignal): Promise<unknown>;
+}
+
+/**
+ * Where an Upstash database lives: its REST URL and token (the console's
+ * `UPSTASH_REDIS_REST_URL` / `UPSTASH_REDIS_REST_TOKEN`).
+ * @example
+ * const node: NodeConfig = { url: "https://eu1-sharp-cat-12345.upstash.io", token: env.TOKEN_1 };
+ */
+export interface NodeConfig {
+  url: string;
+  token: string;
+}
+
+/**
+ * The two methods the lock needs from an `@upstash/redis` `Redis` instance (or any client like it).
+ * @example
+ * const client: ScriptClient = new Redis({ url, token, retry: { retries: 0 }, enableAutoPipelining: false });
+ */
+export interface ScriptClient {
+  eval(script: string, keys: string[], args: string[]): Promise<unknown>;
+  evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
+}
+
+/**
+ * A node over `@upstash/redis`. Given `{ url, token }`, it builds the client the lock needs:
+ * no client retries (the lock's retry loop is the only one), no auto-pipelining (one request now,
+ * not in a later microtask), no automatic deserialization, and the per-request signal wired into
+ * `fetch` so a timed-out request is really cancelled. Given a `Redis` instance, it uses it as is and
+ * stops waiting when the signal aborts (see the README for the settings such an instance needs).
+ * @example
+ * const node = upstashNode({ url: env.UPSTASH_REDIS_REST_URL_1, token: env.UPSTASH_REDIS_REST_TOKEN_1 });
+ */
+export function upstashNode(target: NodeConfig | ScriptClient, label?: string): RedlockNode {
+  if (isScriptClient(target)) {
+    return {
+      label: label ?? "redis",
+      run: (script, keys, args, signal) => untilAborted(evalScript(target, script, keys, args), signal),
+    };
+  }
+  let nextSignal: AbortSignal | undefined;
+  const client = new Redis({
+    url: target.url,
+    token: target.token,
+    retry: { retries: 0 },
+    enableAutoPipelining: false,
+    automaticDeserialization: false,
+    enableTelemetry: false,
+    // @upstash/redis calls this synchronously when it starts a request; `withSignal` sets it just before.
+    signal: () => nextSignal ?? AbortSignal.abort(new Error("request outside a lock round")),
+  });
+  const withSignal = <T>(signal: AbortSignal, call: () => Promise<T>): Promise<T> => {
+    nextSignal = signal;
+    try {
+      return call();
+    } finally {
+      nextSignal = undefined;
+    }
+  };
+  return {
+    label: label ?? new URL(target.url).host,
+    run: (script, keys, args, signal) =>
+      evalScript(
+        {
+          evalsha: (sha, k, a) => withSignal(signal, () => client.evalsha(sha, k, a)),
+          eval: (lua, k, a) => withSignal(signal, () => client.eval(lua, k, a)),
+        },
+        script,
+        keys,
+        args,
+      ),
+  };
+}
+
+/** EVALSHA, and EVAL once when the node does not know the script yet. */
+async function evalScript(client: ScriptClient, script: Script, keys: string[], args: string[]): Promise<unknown> {
+  const sha = await scriptSha(script);
+  try {
+    return await client.evalsha(sha, keys, args);
+  } catch (error) {
+    if (!String((error as Error)?.message).includes("NOSCRIPT")) throw error;
+    return await client.eval(script.lua, keys, args);
+  }
+}
+
+/**
+ * Runs `script` on `node` and maps the outcome to a vote. Thrown errors become `error` votes whose
+ * cause names the kind of failure; the cause never contains the lock value or the command.
+ * @example
+ * const vote = await castVote(node, ACQUIRE, ["k"], [value, "10000"], signal);
+ */
+export async function castVote(node: RedlockNode, script: Script, keys: string[], args: string[], signal: AbortSignal): Promise<Vote> {
+  try {
+    return script.vote(await node.run(script, keys, args, signal));
+  } catch (error) {
+    return { outcome: "error", cause: describeFailure(error, signal, args) };
+  }
+}
+
+/** A short, secret-free description of why a node gave no answer. */
+export function describeFailure(error: unknown, signal: AbortSignal, secrets: string[] = []): string {
+  if (signal.aborted) {
+    const reason = signal.reason as { name?: string } | undefined;
+    return reason?.name === "TimeoutError" ? "timeout" : "aborted";
+  }
+  const err = error as { name?: string; message?: string } | undefined;
+  const name = err?.name ?? "Error";
+  let text = typeof err?.message === "string" ? err.message : String(error);
+  if (name === "UpstashJSONParseError") text = "unparsable reply";
+  text = text.replace(/^Command failed: /, "").split(", command was:")[0];
+  for (const secret of secrets) if (secret.length >= 8) text = text.split(secret).join("[redacted]");
+  if (text.length > 160) text = text.slice(0, 160) + "…";
+  return name === "TypeError" ? `network: ${text}` : text;
+}
+
+function isScriptClient(target: NodeConfig | ScriptClient): target is ScriptClient {
+  return typeof (target as ScriptClient).evalsha === "function" && typeof (target as ScriptClient).eval === "function";
+}
+
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}

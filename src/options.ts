@@ -1,0 +1,114 @@
+// Options, their defaults, and the checks that run before any request.
+import { systemClock, type Clock } from "./clock.ts";
+import { InvalidArgumentError } from "./errors.ts";
+
+/**
+ * Options of a {@link Redlock}. Every field is optional; the defaults are listed here and in the README.
+ * @example
+ * const redlock = new Redlock(nodes, { retryCount: 3, nodeTimeout: 300 });
+ */
+export interface RedlockOptions {
+  /** Attempts after the first one; `-1` retries until the caller's signal aborts. Default 10. */
+  retryCount?: number;
+  /** Mean wait between attempts in ms. Default 200. */
+  retryDelay?: number;
+  /** The wait is `retryDelay ± retryJitter`, uniformly random. Default 100. */
+  retryJitter?: number;
+  /** Clock drift allowance as a fraction of the ttl (plus 2 ms). Default 0.01. */
+  driftFactor?: number;
+  /**
+   * Per-request timeout in ms; must be below every ttl used. Default 500: an HTTPS request to a
+   * hosted database, new TLS connection included, normally answers in well under that, and a hung
+   * node then costs at most 5 % of a 10 s ttl.
+   */
+  nodeTimeout?: number;
+  /** Time source; replace only in tests (see {@link Clock}). */
+  clock?: Clock;
+}
+
+/** Options of one acquisition; retry settings here override the instance's. */
+export interface AcquireOptions {
+  /** Aborting stops retrying, cuts the requests in flight, releases what was set and rejects with the signal's reason. */
+  signal?: AbortSignal;
+  retryCount?: number;
+  retryDelay?: number;
+  retryJitter?: number;
+}
+
+/** Options after defaults and checks. */
+export type ResolvedOptions = Required<RedlockOptions>;
+
+/** The defaults of {@link RedlockOptions}. */
+export const DEFAULTS: Readonly<Omit<ResolvedOptions, "clock">> = Object.freeze({
+  retryCount: 10,
+  retryDelay: 200,
+  retryJitter: 100,
+  driftFactor: 0.01,
+  nodeTimeout: 500,
+});
+
+/** The longest ttl accepted (2^31 − 1 ms, the largest timer delay runtimes support). */
+export const MAX_TTL = 2 ** 31 - 1;
+
+export function resolveOptions(options: RedlockOptions | undefined, where = "options"): ResolvedOptions {
+  if (options !== undefined && (typeof options !== "object" || options === null)) {
+    throw new InvalidArgumentError(where, "must be an object");
+  }
+  const o = { ...DEFAULTS, clock: systemClock, ...definedOnly(options ?? {}) };
+  checkRetry(o, where);
+  checkNumber(`${where}.driftFactor`, o.driftFactor, { min: 0, below: 1 });
+  checkNumber(`${where}.nodeTimeout`, o.nodeTimeout, { min: 1, max: MAX_TTL, integer: true });
+  const clock = o.clock as Partial<Clock> | null;
+  if (!clock || ["now", "epoch", "sleep", "timeout"].some((m) => typeof clock[m as keyof Clock] !== "function")) {
+    throw new InvalidArgumentError(`${where}.clock`, "must have now, epoch, sleep and timeout functions");
+  }
+  return o;
+}
+
+/** Checks retry settings (also used for per-call overrides). */
+export function checkRetry(o: Pick<ResolvedOptions, "retryCount" | "retryDelay" | "retryJitter">, where: string): void {
+  checkNumber(`${where}.retryCount`, o.retryCount, { min: -1, max: 1_000_000, integer: true });
+  checkNumber(`${where}.retryDelay`, o.retryDelay, { min: 0, max: MAX_TTL });
+  checkNumber(`${where}.retryJitter`, o.retryJitter, { min: 0, max: MAX_TTL });
+}
+
+/** Resources: a non-empty string or a non-empty array of distinct non-empty strings. */
+export function checkResources(resources: unknown): string[] {
+  const list = typeof resources === "string" ? [resources] : resources;
+  if (!Array.isArray(list) || list.length === 0) throw new InvalidArgumentError("resources", "must be a non-empty array of strings");
+  list.forEach((key, i) => {
+    if (typeof key !== "string" || key.length === 0) throw new InvalidArgumentError(`resources[${i}]`, "must be a non-empty string");
+  });
+  if (new Set(list).size !== list.length) throw new InvalidArgumentError("resources", "must not contain the same key twice");
+  return [...list];
+}
+
+/** A ttl: an integer number of ms, above nodeTimeout, at most {@link MAX_TTL}. */
+export function checkTtl(ttl: unknown, nodeTimeout: number): number {
+  checkNumber("ttl", ttl, { min: 1, max: MAX_TTL, integer: true });
+  if ((ttl as number) <= nodeTimeout) {
+    throw new InvalidArgumentError("ttl", `must be greater than nodeTimeout (${nodeTimeout} ms); got ${ttl as number}`);
+  }
+  return ttl as number;
+}
+
+/** An optional AbortSignal. */
+export function checkSignal(signal: unknown, where: string): AbortSignal | undefined {
+  if (signal === undefined) return undefined;
+  if (typeof (signal as AbortSignal)?.aborted !== "boolean" || typeof (signal as AbortSignal).addEventListener !== "function") {
+    throw new InvalidArgumentError(where, "must be an AbortSignal");
+  }
+  return signal as AbortSignal;
+}
+
+function checkNumber(name: string, value: unknown, rule: { min: number; max?: number; below?: number; integer?: boolean }): void {
+  if (typeof value !== "number" || !Number.isFinite(value)) throw new InvalidArgumentError(name, `must be a finite number; got ${typeof value === "number" ? value : typeof value}`);
+  if (rule.integer && !Number.isInteger(value)) throw new InvalidArgumentError(name, `must be an integer; got ${value}`);
+  if (value < rule.min) throw new InvalidArgumentError(name, `must be at least ${rule.min}; got ${value}`);
+  if (rule.max !== undefined && value > rule.max) throw new InvalidArgumentError(name, `must be at most ${rule.max}; got ${value}`);
+  if (rule.below !== undefined && value >= rule.below) throw new InvalidArgumentError(name, `must be below ${rule.below}; got ${value}`);
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,83 @@
+// One fan-out round over N nodes: every request at once, each with its own timeout, decided early.
+import { anySignal, type Clock } from "./clock.ts";
+import type { NodeVote, Vote } from "./vote.ts";
+
+/** How a round asks one node; must resolve (not reject) with the node's vote. */
+export type Ask = (node: number, signal: AbortSignal) => Promise<Vote>;
+
+/** How a round is run. */
+export interface RoundOptions {
+  /** Votes needed for success: floor(N/2) + 1 for a lock; N for "wait for everyone". */
+  quorum: number;
+  /** Each request is cut after this many ms. */
+  nodeTimeout: number;
+  clock: Clock;
+  /** The caller's signal: aborting it cuts every request of the round. */
+  signal?: AbortSignal;
+  /** Decide as soon as the outcome is known (quorum reached or impossible) instead of waiting for all. */
+  decideEarly: boolean;
+  /** Cut the requests still running once the round is decided (their answer no longer matters). */
+  cancelStragglers: boolean;
+}
+
+/** The outcome of one round, as it stood when it was decided. */
+export interface Round {
+  granted: number;
+  denied: number;
+  errors: number;
+  /** Per node, in node order; `unanswered` when the round was decided first. */
+  votes: NodeVote[];
+  /** Per node, the vote whenever it arrives (stragglers included). */
+  settled: Promise<Vote>[];
+}
+
+/**
+ * Sends `ask` to all `count` nodes at once and resolves when the round is decided: as soon as
+ * `granted >= quorum` or `denied + errors > count - quorum` with `decideEarly`, else when all answered.
+ * @example
+ * const round = await fanOut(5, (i, signal) => castVote(nodes[i], ACQUIRE, keys, args, signal), options);
+ * const held = round.granted >= options.quorum;
+ */
+export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<Round> {
+  const { quorum, nodeTimeout, clock, decideEarly, cancelStragglers } = options;
+  const stop = new AbortController();
+  const votes: (Vote | undefined)[] = new Array(count).fill(undefined);
+  let granted = 0;
+  let denied = 0;
+  let errors = 0;
+  let decided = false;
+
+  return new Promise((resolve) => {
+    const decide = () => {
+      decided = true;
+      if (cancelStragglers) stop.abort(new DOMException("round decided", "AbortError"));
+      resolve({
+        granted,
+        denied,
+        errors,
+        votes: votes.map((vote, node) => ({ ...(vote ?? { outcome: "unanswered" as const }), node })),
+        settled,
+      });
+    };
+    const tally = (vote: Vote) => {
+      if (vote.outcome === "granted") granted++;
+      else if (vote.outcome === "denied") denied++;
+      else errors++;
+    };
+    const settled = Array.from({ length: count }, (_, node) => {
+      const signal = anySignal([clock.timeout(nodeTimeout), options.signal, cancelStragglers ? stop.signal : undefined]);
+      return Promise.resolve()
+        .then(() => ask(node, signal))
+        .catch((error: unknown): Vote => ({ outcome: "error", cause: String((error as Error)?.name ?? "error") }))
+        .then((vote) => {
+          if (decided) return vote;
+          votes[node] = vote;
+          tally(vote);
+          const answered = granted + denied + errors;
+          const known = granted >= quorum || denied + errors > count - quorum;
+          if (answered === count || (decideEarly && known)) decide();
+          return vote;
+        });
+    });
+  });
+}

@@ -1,0 +1,216 @@
+// The Redlock algorithm: acquire on a quorum within validity, release everywhere, retry at random.
+import type { Clock } from "./clock.ts";
+import { nodesFromEnv, type EnvOptions } from "./env.ts";
+import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, type AttemptTally } from "./errors.ts";
+import { Lock, lockState, type ReleaseResult } from "./lock.ts";
+import { castVote, upstashNode, type NodeConfig, type RedlockNode, type ScriptClient } from "./node.ts";
+import {
+  checkResources, checkRetry, checkSignal, checkTtl, resolveOptions,
+  type AcquireOptions, type RedlockOptions, type ResolvedOptions,
+} from "./options.ts";
+import { fanOut, type Round } from "./quorum.ts";
+import { ACQUIRE, EXTEND, RELEASE, type Script } from "./scripts.ts";
+import { randomUnit, randomValue } from "./token.ts";
+import type { Vote } from "./vote.ts";
+
+/** One database: `{ url, token }`, an `@upstash/redis` `Redis` instance, or a custom {@link RedlockNode}. */
+export type NodeInput = NodeConfig | ScriptClient | RedlockNode;
+
+/** Added to the drift allowance, as the Redlock page does (ms). */
+const DRIFT_FLOOR_MS = 2;
+
+/**
+ * The Redlock distributed lock over N independent Redis databases (5 recommended), spoken to over HTTP.
+ * @example
+ * const redlock = new Redlock([{ url, token }, ...fourMore]);
+ * const lock = await redlock.acquire(["orders:42"], 10_000);
+ * try { await pay(42); } finally { await lock.release(); }
+ */
+export class Redlock {
+  readonly nodes: readonly RedlockNode[];
+  /** floor(N/2) + 1. */
+  readonly quorum: number;
+  readonly options: Readonly<ResolvedOptions>;
+  readonly #owner = {
+    extend: (lock: Lock, ttl: number) => this.extend(lock, ttl),
+    release: (lock: Lock) => this.release(lock),
+    now: () => this.#clock.now(),
+  };
+
+  constructor(nodes: readonly NodeInput[], options?: RedlockOptions) {
+    this.options = Object.freeze(resolveOptions(options));
+    this.nodes = Object.freeze(toNodes(nodes));
+    this.quorum = Math.floor(this.nodes.length / 2) + 1;
+  }
+
+  /**
+   * A Redlock over the databases named in environment variables or Worker bindings:
+   * `UPSTASH_REDIS_REST_URL_1` … `_N` and `UPSTASH_REDIS_REST_TOKEN_1` … `_N` (N = `options.nodes`, default 5).
+   * Throws {@link MissingConfigurationError} naming every missing variable.
+   * @example
+   * export default { fetch: (req, env) => Redlock.fromEnv(env).using(...) };
+   */
+  static fromEnv(env: Record<string, unknown>, options?: RedlockOptions & EnvOptions): Redlock {
+    const { nodes, ...rest } = options ?? {};
+    return new Redlock(nodesFromEnv(env, { nodes }), rest);
+  }
+
+  get #clock(): Clock {
+    return this.options.clock;
+  }
+
+  /**
+   * Takes a lock on all `resources` for `ttl` ms. Each attempt: a fresh random value, the acquire
+   * script to every node at once, a decision as soon as the quorum is reached or impossible, and
+   * validity = ttl − elapsed − drift. A failed attempt is released on every node that may hold it,
+   * then retried after `retryDelay ± retryJitter`.
+   * @throws {InvalidArgumentError} before any request, for bad arguments.
+   * @throws {LockAcquisitionError} when every attempt failed; `reason` tells `held` from `unreachable`.
+   * @example
+   * const lock = await redlock.acquire(["user:7", "wallet:7"], 5_000, { signal: AbortSignal.timeout(2_000) });
+   */
+  async acquire(resources: string | readonly string[], ttl: number, options: AcquireOptions = {}): Promise<Lock> {
+    const keys = checkResources(resources);
+    checkTtl(ttl, this.options.nodeTimeout);
+    if (typeof options !== "object" || options === null) throw new InvalidArgumentError("options", "must be an object");
+    const signal = checkSignal(options.signal, "options.signal");
+    const retry = {
+      retryCount: options.retryCount ?? this.options.retryCount,
+      retryDelay: options.retryDelay ?? this.options.retryDelay,
+      retryJitter: options.retryJitter ?? this.options.retryJitter,
+    };
+    checkRetry(retry, "options");
+
+    const tallies: AttemptTally[] = [];
+    const cleanups: Promise<void>[] = [];
+    try {
+      for (let attempt = 1; ; attempt++) {
+        signal?.throwIfAborted();
+        const value = randomValue();
+        const start = this.#clock.now();
+        const round = await this.#round(ACQUIRE, keys, [value, String(ttl)], { signal, decideEarly: true, cancelStragglers: false });
+        const validity = this.#validity(ttl, start);
+        if (round.granted >= this.quorum && validity > 0) {
+          return new Lock(keys, value, attempt, {
+            owner: this.#owner,
+            deadline: start + ttl - this.#drift(ttl),
+            expiresAt: this.#clock.epoch() + validity,
+            stragglers: stragglers(round),
+          });
+        }
+        tallies.push(tally(attempt, round, start, this.#clock.now(), validity));
+        cleanups.push(this.#releaseAfter(new Map(round.settled.entries()), keys, value));
+        signal?.throwIfAborted();
+        if (retry.retryCount !== -1 && attempt > retry.retryCount) break;
+        await this.#clock.sleep(retryDelay(retry.retryDelay, retry.retryJitter), signal);
+      }
+    } finally {
+      await Promise.all(cleanups);
+    }
+    throw new LockAcquisitionError(keys, tallies);
+  }
+
+  /**
+   * Releases `lock` on every node, each request bounded by nodeTimeout. Deletes only keys that
+   * still hold the lock's value: releasing an expired or foreign lock deletes nothing and is not an error.
+   * @example
+   * const { released } = await redlock.release(lock);
+   */
+  async release(lock: Lock): Promise<ReleaseResult> {
+    const state = lockState(lock);
+    const keys = [...lock.resources];
+    const late = state.stragglers;
+    state.stragglers = new Map();
+    const round = await this.#round(RELEASE, keys, [state.value], { decideEarly: false, cancelStragglers: false });
+    const pending = this.#releaseAfter(late, keys, state.value);
+    return { released: round.granted, errors: round.errors, votes: round.votes, pending };
+  }
+
+  /**
+   * Extends `lock` to `ttl` ms from now on a quorum, with the same validity rule as acquire.
+   * @throws {LockExtensionError} when the lock was already past its validity or no quorum extended
+   * it in time: the lock must be treated as lost.
+   * @example
+   * await redlock.extend(lock, 10_000);
+   */
+  async extend(lock: Lock, ttl: number): Promise<Lock> {
+    const state = lockState(lock);
+    checkTtl(ttl, this.options.nodeTimeout);
+    const keys = [...lock.resources];
+    const start = this.#clock.now();
+    if (start >= state.deadline) throw new LockExtensionError(keys);
+    const round = await this.#round(EXTEND, keys, [state.value, String(ttl)], { decideEarly: true, cancelStragglers: true });
+    const validity = this.#validity(ttl, start);
+    if (round.granted < this.quorum || validity <= 0) {
+      throw new LockExtensionError(keys, tally(1, round, start, this.#clock.now(), validity));
+    }
+    state.deadline = start + ttl - this.#drift(ttl);
+    state.expiresAt = this.#clock.epoch() + validity;
+    return lock;
+  }
+
+  #drift(ttl: number): number {
+    return ttl * this.options.driftFactor + DRIFT_FLOOR_MS;
+  }
+
+  #validity(ttl: number, start: number): number {
+    return ttl - (this.#clock.now() - start) - this.#drift(ttl);
+  }
+
+  #round(script: Script, keys: string[], args: string[], how: { signal?: AbortSignal; decideEarly: boolean; cancelStragglers: boolean }): Promise<Round> {
+    return fanOut(this.nodes.length, (node, signal) => castVote(this.nodes[node], script, keys, args, signal), {
+      quorum: this.quorum,
+      nodeTimeout: this.options.nodeTimeout,
+      clock: this.#clock,
+      ...how,
+    });
+  }
+
+  #ask(node: number, script: Script, keys: string[], args: string[]): Promise<Vote> {
+    return castVote(this.nodes[node], script, keys, args, this.#clock.timeout(this.options.nodeTimeout));
+  }
+
+  /** Releases each node once its acquire reply is in, except nodes that denied (they set nothing). */
+  #releaseAfter(acquired: Map<number, Promise<Vote>>, keys: string[], value: string): Promise<void> {
+    return Promise.all(
+      [...acquired].map(async ([node, vote]) => {
+        if ((await vote).outcome !== "denied") await this.#ask(node, RELEASE, keys, [value]);
+      }),
+    ).then(() => undefined);
+  }
+}
+
+function toNodes(nodes: readonly NodeInput[]): RedlockNode[] {
+  if (!Array.isArray(nodes) || nodes.length === 0) throw new InvalidArgumentError("nodes", "must hold at least one node");
+  const urls = new Set<string>();
+  return nodes.map((node, i) => {
+    if (typeof node !== "object" || node === null) throw new InvalidArgumentError(`nodes[${i}]`, "must be { url, token }, a Redis instance or a RedlockNode");
+    if (typeof (node as RedlockNode).run === "function") return node as RedlockNode;
+    if (typeof (node as ScriptClient).evalsha === "function") return upstashNode(node as ScriptClient, `node${i}`);
+    const { url, token } = node as NodeConfig;
+    if (typeof url !== "string" || !/^https?:\/\/[^\s/?#]+/.test(url) || !URL.canParse(url)) {
+      throw new InvalidArgumentError(`nodes[${i}].url`, "must be an http(s) URL");
+    }
+    if (typeof token !== "string" || token.trim() === "" || token.trim() !== token) {
+      throw new InvalidArgumentError(`nodes[${i}].token`, "must be a non-empty string without surrounding whitespace");
+    }
+    const normalized = new URL(url).href;
+    if (urls.has(normalized)) throw new InvalidArgumentError(`nodes[${i}].url`, "repeats another node: the databases must be independent");
+    urls.add(normalized);
+    return upstashNode({ url, token });
+  });
+}
+
+function retryDelay(delay: number, jitter: number): number {
+  return Math.max(0, delay + (2 * randomUnit() - 1) * jitter);
+}
+
+function tally(attempt: number, round: Round, start: number, end: number, validity: number): AttemptTally {
+  const { granted, denied, errors, votes } = round;
+  return { attempt, granted, denied, errors, elapsedMs: end - start, validityMs: validity, votes };
+}
+
+/** The acquire requests still out when the round was decided, by node. */
+function stragglers(round: Round): Map<number, Promise<Vote>> {
+  return new Map(round.votes.flatMap((vote) => (vote.outcome === "unanswered" ? [[vote.node, round.settled[vote.node]] as const] : [])));
+}
