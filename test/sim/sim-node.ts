@@ -1,0 +1,114 @@
+// An in-memory Redis node on a virtual clock, with the semantics of the library's three scripts.
+import type { RedlockNode } from "../../src/node.ts";
+import type { Script } from "../../src/scripts.ts";
+import type { VirtualClock } from "./virtual-clock.ts";
+
+/** How the node behaves: `up` answers, `down` fails, `hang` never answers, `garbage` answers nonsense. */
+export type SimMode = "up" | "down" | "hang" | "garbage";
+
+export interface SimRequest {
+  script: Script["name"];
+  keys: string[];
+  sentAt: number;
+  /** When the script ran on the node (undefined: never ran). */
+  ranAt?: number;
+  /** When the caller's signal cut the request (undefined: not cut). */
+  cutAt?: number;
+}
+
+/** One simulated database: latency per request, a mode, and a store with expiries on virtual time. */
+export class SimNode implements RedlockNode {
+  readonly label: string;
+  mode: SimMode = "up";
+  /** Latency of each request (ms); the script runs when the request arrives, after this. */
+  latency: number | ((request: SimRequest) => number) = 1;
+  readonly requests: SimRequest[] = [];
+  #store = new Map<string, { value: string; expiresAt: number }>();
+  #clock: VirtualClock;
+
+  constructor(clock: VirtualClock, label: string) {
+    this.#clock = clock;
+    this.label = label;
+  }
+
+  /** The live value of `key`, if any. */
+  get(key: string): string | undefined {
+    const entry = this.#store.get(key);
+    if (!entry || entry.expiresAt <= this.#clock.now()) return undefined;
+    return entry.value;
+  }
+
+  /** Sets a key directly (another holder), with a ttl. */
+  set(key: string, value: string, ttl: number): void {
+    this.#store.set(key, { value, expiresAt: this.#clock.now() + ttl });
+  }
+
+  pttl(key: string): number {
+    const entry = this.#store.get(key);
+    if (!entry || entry.expiresAt <= this.#clock.now()) return -2;
+    return entry.expiresAt - this.#clock.now();
+  }
+
+  /** Keys with a live value. */
+  liveKeys(): string[] {
+    return [...this.#store.keys()].filter((key) => this.get(key) !== undefined);
+  }
+
+  run(script: Script, keys: string[], args: string[], signal: AbortSignal): Promise<unknown> {
+    const request: SimRequest = { script: script.name, keys, sentAt: this.#clock.now() };
+    this.requests.push(request);
+    const latency = typeof this.latency === "function" ? this.latency(request) : this.latency;
+    const mode = this.mode;
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      const onAbort = () => {
+        cancel();
+        request.cutAt = this.#clock.now();
+        reject(signal.reason);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      const cancel =
+        mode === "hang"
+          ? () => {}
+          : this.#clock.schedule(latency, () => {
+              signal.removeEventListener("abort", onAbort);
+              if (mode === "down") return reject(new TypeError("fetch failed"));
+              if (mode === "garbage") return resolve({ html: "<h1>502</h1>" });
+              request.ranAt = this.#clock.now();
+              resolve(this.#execute(script.name, keys, args));
+            });
+    });
+  }
+
+  #execute(name: Script["name"], keys: string[], args: string[]): unknown {
+    const [value, ttlText] = args;
+    const ttl = Number(ttlText);
+    if (name === "acquire") {
+      const pttls = keys.map((key) => this.pttl(key)).filter((pttl) => pttl !== -2);
+      if (pttls.length > 0) return [0, Math.max(...pttls)];
+      for (const key of keys) this.set(key, value, ttl);
+      return [1];
+    }
+    if (name === "release") {
+      let released = 0;
+      for (const key of keys) {
+        if (this.get(key) === value) {
+          this.#store.delete(key);
+          released++;
+        }
+      }
+      return released;
+    }
+    for (const key of keys) {
+      const current = this.get(key);
+      if (current !== undefined && current !== value) return [0, this.pttl(key)];
+    }
+    for (const key of keys) this.set(key, value, ttl);
+    return [1];
+  }
+}
+
+/** N simulated nodes on one virtual clock. */
+export function simCluster(clock: VirtualClock, count = 5): SimNode[] {
+  return Array.from({ length: count }, (_, i) => new SimNode(clock, `sim${i}`));
+}

@@ -1,0 +1,257 @@
+import { describe, expect, it } from "vitest";
+import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, Redlock, type RedlockOptions } from "../../src/index.ts";
+import { simCluster, type SimNode } from "../sim/sim-node.ts";
+import { VirtualClock } from "../sim/virtual-clock.ts";
+
+function setup(options: RedlockOptions = {}) {
+  const clock = new VirtualClock();
+  const nodes = simCluster(clock);
+  const redlock = new Redlock(nodes, { clock, nodeTimeout: 100, ...options });
+  return { clock, nodes, redlock };
+}
+
+const holders = (nodes: SimNode[], key: string) => nodes.map((n) => n.get(key));
+
+describe("acquire", () => {
+  it("holds the lock on a quorum with one fresh 160-bit value on every granting node", async () => {
+    const { clock, nodes, redlock } = setup();
+    const lock = await clock.run(redlock.acquire(["k"], 1_000));
+    expect(lock.value).toMatch(/^[0-9a-f]{40}$/);
+    expect(lock.validityMs).toBe(1_000 - 1 - (1_000 * 0.01 + 2));
+    expect(lock.expiresAt).toBe(clock.epoch() + lock.validityMs);
+    await clock.drain();
+    expect(holders(nodes, "k")).toEqual(Array(5).fill(lock.value));
+  });
+
+  it("sends the acquire script to all nodes at the same instant", async () => {
+    const { clock, nodes, redlock } = setup();
+    clock.schedule(0, () => {});
+    await clock.advance(37);
+    await clock.run(redlock.acquire(["k"], 1_000));
+    expect(nodes.map((n) => n.requests[0].sentAt)).toEqual([37, 37, 37, 37, 37]);
+  });
+
+  it("resolves when the quorum grants, before the slow minority answers", async () => {
+    const { clock, nodes, redlock } = setup({ nodeTimeout: 900 });
+    nodes[3].latency = 600;
+    nodes[4].latency = 800;
+    const lock = await clock.run(redlock.acquire(["k"], 5_000));
+    expect(clock.now()).toBe(1);
+    expect(nodes[3].requests[0].ranAt).toBeUndefined();
+    expect(lock.validityMs).toBeGreaterThan(4_000);
+  });
+
+  it("fails as soon as the quorum is impossible and reports the holder's PTTL", async () => {
+    const { clock, nodes, redlock } = setup({ retryCount: 0 });
+    for (const n of nodes.slice(0, 3)) n.set("k", "other", 700);
+    nodes[4].latency = 50;
+    const error = await clock.run(redlock.acquire(["k"], 1_000)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockAcquisitionError);
+    const failure = error as LockAcquisitionError;
+    expect(failure.reason).toBe("held");
+    expect(failure.attempts[0].elapsedMs).toBe(1);
+    expect(failure.retryAfterMs).toBe(699);
+    expect(failure.attempts[0].votes.filter((v) => v.outcome === "denied")).toHaveLength(3);
+  });
+
+  it("never counts a hung, failing or garbage node as a grant", async () => {
+    const { clock, nodes, redlock } = setup({ retryCount: 0 });
+    nodes[0].mode = "hang";
+    nodes[1].mode = "garbage";
+    nodes[2].mode = "down";
+    const error = (await clock.run(redlock.acquire(["k"], 1_000)).catch((e: unknown) => e)) as LockAcquisitionError;
+    expect(error.reason).toBe("unreachable");
+    const votes = error.attempts[0].votes;
+    expect(votes.filter((v) => v.outcome === "granted")).toHaveLength(0 + votes.filter((v) => v.node > 2 && v.outcome === "granted").length);
+    expect(votes[1]).toMatchObject({ outcome: "error", cause: "unexpected reply (object)" });
+    expect(votes[2]).toMatchObject({ outcome: "error", cause: "network: fetch failed" });
+    expect(nodes[3].liveKeys()).toEqual([]);
+    expect(nodes[4].liveKeys()).toEqual([]);
+  });
+
+  it("is not held when validity is exactly 0, and is held with 1 ms left (validity = ttl − elapsed − drift)", async () => {
+    // ttl 1000, drift 1000 * 0.01 + 2 = 12: the round must take < 988 ms.
+    for (const [latency, held] of [[988, false], [987, true]] as const) {
+      const { clock, nodes, redlock } = setup({ retryCount: 0, nodeTimeout: 999 });
+      for (const n of nodes) n.latency = latency;
+      const outcome = await clock.run(redlock.acquire(["k"], 1_000)).then(
+        (lock) => lock.validityMs,
+        (e: LockAcquisitionError) => e,
+      );
+      if (held) expect(outcome).toBe(1);
+      else {
+        expect(outcome).toBeInstanceOf(LockAcquisitionError);
+        expect((outcome as LockAcquisitionError).reason).toBe("expired");
+        expect((outcome as LockAcquisitionError).attempts[0].validityMs).toBe(0);
+        await clock.drain();
+        expect(nodes.flatMap((n) => n.liveKeys())).toEqual([]);
+      }
+    }
+  });
+
+  it("takes t1 at the start of each attempt: a slow failed attempt does not eat the next one's validity", async () => {
+    const { clock, nodes, redlock } = setup({ retryCount: 1, retryDelay: 50, retryJitter: 0, nodeTimeout: 500 });
+    for (const n of nodes) n.latency = (r) => (n.requests.filter((q) => q.script === "acquire").indexOf(r) === 0 ? 400 : 5);
+    for (const n of nodes.slice(0, 3)) n.set("k", "other", 450);
+    const lock = await clock.run(redlock.acquire(["k"], 1_000));
+    expect(lock.attempts).toBe(2);
+    expect(lock.validityMs).toBe(1_000 - 5 - 12);
+  });
+
+  it("waits retryDelay ± retryJitter between attempts, at random", async () => {
+    const { clock, nodes, redlock } = setup({ retryCount: 40, retryDelay: 200, retryJitter: 100 });
+    for (const n of nodes) n.set("k", "other", 60_000);
+    await clock.run(redlock.acquire(["k"], 1_000)).catch(() => {});
+    expect(clock.sleeps).toHaveLength(40);
+    for (const ms of clock.sleeps) {
+      expect(ms).toBeGreaterThanOrEqual(100);
+      expect(ms).toBeLessThanOrEqual(300);
+    }
+    expect(new Set(clock.sleeps).size).toBeGreaterThan(30);
+    expect(Math.min(...clock.sleeps)).toBeLessThan(150);
+    expect(Math.max(...clock.sleeps)).toBeGreaterThan(250);
+  });
+
+  it("releases a failed attempt everywhere it may have landed, stragglers included", async () => {
+    const { clock, nodes, redlock } = setup({ retryCount: 0, nodeTimeout: 500 });
+    nodes[0].set("k", "other", 10_000);
+    nodes[1].set("k", "other", 10_000);
+    nodes[2].mode = "down";
+    nodes[3].latency = 300; // lands after the round was decided
+    const error = (await clock.run(redlock.acquire(["k"], 1_000)).catch((e: unknown) => e)) as LockAcquisitionError;
+    expect(error.reason).toBe("held");
+    expect(nodes[3].requests[0].ranAt).toBe(300);
+    expect(holders(nodes, "k")).toEqual(["other", "other", undefined, undefined, undefined]);
+    expect(nodes[3].requests.map((r) => r.script)).toEqual(["acquire", "release"]);
+    expect(nodes[0].requests.map((r) => r.script)).toEqual(["acquire"]);
+  });
+
+  it("multi-resource: grants all keys or none on each node", async () => {
+    const { clock, nodes, redlock } = setup({ retryCount: 0 });
+    for (const n of nodes.slice(0, 3)) n.set("b", "other", 10_000);
+    await clock.run(redlock.acquire(["a", "b", "c"], 1_000)).catch(() => {});
+    await clock.drain();
+    expect(nodes.flatMap((n) => [n.get("a"), n.get("c")]).filter(Boolean)).toEqual([]);
+  });
+
+  it("stops retrying when the caller's signal aborts, rejects with its reason and leaves nothing set", async () => {
+    const { clock, nodes, redlock } = setup({ retryCount: -1, nodeTimeout: 100 });
+    for (const n of nodes.slice(0, 3)) n.set("k", "other", 60_000);
+    const controller = new AbortController();
+    const reason = new Error("caller gave up");
+    clock.schedule(1_234, () => controller.abort(reason));
+    const error = await clock.run(redlock.acquire(["k"], 1_000, { signal: controller.signal })).catch((e: unknown) => e);
+    expect(error).toBe(reason);
+    expect(clock.now()).toBeLessThanOrEqual(1_234 + 100);
+    await clock.drain();
+    expect(nodes.slice(3).flatMap((n) => n.liveKeys())).toEqual([]);
+  });
+
+  it("cuts the requests in flight when the caller's signal aborts mid-round", async () => {
+    const { clock, nodes, redlock } = setup({ nodeTimeout: 900 });
+    for (const n of nodes) n.latency = 500;
+    const controller = new AbortController();
+    clock.schedule(100, () => controller.abort(new Error("stop")));
+    await expect(clock.run(redlock.acquire(["k"], 5_000, { signal: controller.signal }))).rejects.toThrow("stop");
+    expect(nodes.map((n) => n.requests[0].cutAt)).toEqual([100, 100, 100, 100, 100]);
+    expect(nodes.every((n) => n.requests[0].ranAt === undefined)).toBe(true);
+  });
+});
+
+describe("release and extend", () => {
+  it("release deletes only this lock's value and reports how many nodes released", async () => {
+    const { clock, nodes, redlock } = setup();
+    const lock = await clock.run(redlock.acquire(["k"], 1_000));
+    nodes[0].set("k", "someone-else", 1_000);
+    nodes[1].mode = "down";
+    const result = await clock.run(lock.release());
+    expect(result).toMatchObject({ released: 3, errors: 1 });
+    expect(holders(nodes, "k")).toEqual(["someone-else", lock.value, undefined, undefined, undefined]);
+  });
+
+  it("release waits at most nodeTimeout for a hung node and never throws", async () => {
+    const { clock, nodes, redlock } = setup({ nodeTimeout: 100 });
+    const lock = await clock.run(redlock.acquire(["k"], 1_000));
+    nodes[2].mode = "hang";
+    const started = clock.now();
+    const result = await clock.run(lock.release());
+    expect(clock.now() - started).toBe(100);
+    expect(result.votes[2]).toMatchObject({ outcome: "error", cause: "timeout" });
+  });
+
+  it("release undoes an acquire that lands after the lock was granted and released", async () => {
+    const { clock, nodes, redlock } = setup({ nodeTimeout: 500 });
+    nodes[4].latency = 300;
+    const lock = await clock.run(redlock.acquire(["k"], 5_000));
+    const result = await clock.run(lock.release());
+    await clock.run(result.pending);
+    expect(nodes[4].requests[0].ranAt).toBe(300);
+    expect(holders(nodes, "k")).toEqual(Array(5).fill(undefined));
+  });
+
+  it("extend moves expiry on a quorum and re-seeds a node that lost the key", async () => {
+    const { clock, nodes, redlock } = setup();
+    const lock = await clock.run(redlock.acquire(["k"], 1_000));
+    await clock.advance(500);
+    nodes[0].set("k", "x", 1);
+    await clock.advance(2);
+    expect(nodes[0].get("k")).toBeUndefined();
+    await clock.run(lock.extend(3_000));
+    expect(lock.validityMs).toBe(3_000 - 1 - 32);
+    expect(nodes[0].get("k")).toBe(lock.value);
+    expect(nodes.slice(0, 3).map((n) => n.pttl("k"))).toEqual([3_000, 3_000, 3_000]);
+  });
+
+  it("extend after expiry fails with LockExtensionError without sending anything", async () => {
+    const { clock, nodes, redlock } = setup();
+    const lock = await clock.run(redlock.acquire(["k"], 1_000));
+    await clock.advance(1_000);
+    const before = nodes[0].requests.length;
+    const error = await clock.run(lock.extend(1_000)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockExtensionError);
+    expect((error as LockExtensionError).reason).toBe("lost");
+    expect(nodes[0].requests.length).toBe(before);
+  });
+
+  it("extend fails when another holder took the key on a majority", async () => {
+    const { clock, nodes, redlock } = setup();
+    const lock = await clock.run(redlock.acquire(["k"], 1_000));
+    for (const n of nodes.slice(0, 3)) n.set("k", "thief", 5_000);
+    const error = (await clock.run(lock.extend(1_000)).catch((e: unknown) => e)) as LockExtensionError;
+    expect(error).toBeInstanceOf(LockExtensionError);
+    expect(error.reason).toBe("held");
+  });
+});
+
+describe("invalid input", () => {
+  it("is rejected with InvalidArgumentError before any request", async () => {
+    const { clock, nodes, redlock } = setup();
+    const bad: [string, () => Promise<unknown>][] = [
+      ["empty resources", () => redlock.acquire([], 1_000)],
+      ["empty key", () => redlock.acquire([""], 1_000)],
+      ["duplicate keys", () => redlock.acquire(["a", "a"], 1_000)],
+      ["non-string key", () => redlock.acquire([42 as unknown as string], 1_000)],
+      ["NaN ttl", () => redlock.acquire(["a"], Number.NaN)],
+      ["negative ttl", () => redlock.acquire(["a"], -5)],
+      ["fractional ttl", () => redlock.acquire(["a"], 1_000.5)],
+      ["huge ttl", () => redlock.acquire(["a"], 2 ** 40)],
+      ["ttl not above nodeTimeout", () => redlock.acquire(["a"], 100)],
+      ["bad retryCount", () => redlock.acquire(["a"], 1_000, { retryCount: -2 })],
+      ["bad signal", () => redlock.acquire(["a"], 1_000, { signal: {} as AbortSignal })],
+    ];
+    for (const [name, call] of bad) {
+      await expect(clock.run(call()), name).rejects.toBeInstanceOf(InvalidArgumentError);
+    }
+    expect(nodes.map((n) => n.requests.length)).toEqual([0, 0, 0, 0, 0]);
+    const sync = [
+      () => new Redlock([]),
+      () => new Redlock([{ url: "not a url", token: "t" }]),
+      () => new Redlock([{ url: "https://a.example", token: "" }]),
+      () => new Redlock([{ url: "https://a.example", token: "t" }, { url: "https://a.example/", token: "t" }]),
+      () => new Redlock(nodes, { nodeTimeout: 0 }),
+      () => new Redlock(nodes, { driftFactor: 1 }),
+      () => new Redlock(nodes, { retryDelay: Number.POSITIVE_INFINITY }),
+    ];
+    for (const make of sync) expect(make).toThrow(InvalidArgumentError);
+  });
+});
