@@ -210,7 +210,14 @@ function tally(attempt: number, round: Round, start: number, end: number, validi
   return { attempt, granted, denied, errors, elapsedMs: end - start, validityMs: validity, votes };
 }
 
-/** The acquire requests still out when the round was decided, by node. */
+/** The acquire requests still out when the round was decided, by node; each leaves the map when its reply arrives. */
 function stragglers(round: Round): Map<number, Promise<Vote>> {
-  return new Map(round.votes.flatMap((vote) => (vote.outcome === "unanswered" ? [[vote.node, round.settled[vote.node]] as const] : [])));
+  const late = new Map<number, Promise<Vote>>();
+  for (const vote of round.votes) {
+    if (vote.outcome !== "unanswered") continue;
+    const reply = round.settled[vote.node];
+    late.set(vote.node, reply);
+    void reply.then(() => late.delete(vote.node));
+  }
+  return late;
 }
