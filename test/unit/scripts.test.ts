@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { ACQUIRE, EXTEND, RELEASE, scriptSha } from "../../src/scripts.ts";
+import { randomValue } from "../../src/token.ts";
+import { createHash } from "node:crypto";
+
+describe("replies become votes only in their exact shape", () => {
+  it("acquire and extend: [1] grants, [0, pttl] denies, anything else is an error", () => {
+    for (const script of [ACQUIRE, EXTEND]) {
+      expect(script.vote([1])).toEqual({ outcome: "granted" });
+      expect(script.vote([0, 1234])).toEqual({ outcome: "denied", pttl: 1234 });
+      expect(script.vote([0, -1])).toEqual({ outcome: "denied", pttl: -1 });
+      for (const reply of [1, "OK", "1", [1, 2], ["1"], [true], [0], [0, "5"], [0, -3], [0, 1.5], [2], null, undefined, {}, { result: [1] }, "<html>"]) {
+        expect(script.vote(reply).outcome, JSON.stringify(reply)).toBe("error");
+      }
+    }
+  });
+
+  it("release: a non-negative integer; > 0 means released", () => {
+    expect(RELEASE.vote(2)).toEqual({ outcome: "granted" });
+    expect(RELEASE.vote(0)).toEqual({ outcome: "denied" });
+    for (const reply of [-1, "1", 1.5, [1], null, "OK"]) expect(RELEASE.vote(reply).outcome).toBe("error");
+  });
+
+  it("keeps keys and values out of the Lua source", () => {
+    for (const script of [ACQUIRE, RELEASE, EXTEND]) {
+      expect(script.lua).not.toMatch(/\.\.|loadstring|load\(/);
+      expect(script.lua).toContain("KEYS[i]");
+    }
+  });
+
+  it("computes EVALSHA digests with Web Crypto that match SHA-1", async () => {
+    for (const script of [ACQUIRE, RELEASE, EXTEND]) {
+      expect(await scriptSha(script)).toBe(createHash("sha1").update(script.lua).digest("hex"));
+    }
+  });
+
+  it("makes lock values of 160 random bits, different every time", () => {
+    const values = new Set(Array.from({ length: 1_000 }, randomValue));
+    expect(values.size).toBe(1_000);
+    for (const value of values) expect(value).toMatch(/^[0-9a-f]{40}$/);
+  });
+});
