@@ -125,3 +125,16 @@ function holderPttl(tally: AttemptTally | undefined): number | undefined {
   if (pttls.length === 0) return undefined;
   return pttls.sort((a, b) => a - b)[Math.floor((pttls.length - 1) / 2)];
 }
+
+/**
+ * The reason a {@link Redlock.using} routine's signal aborts when `maxHold` is reached.
+ * @example
+ * if (signal.reason instanceof MaxHoldError) console.warn("held too long", signal.reason.maxHold);
+ */
+export class MaxHoldError extends RedlockError {
+  readonly maxHold: number;
+  constructor(maxHold: number) {
+    super(`lock held for its maximum of ${maxHold} ms`);
+    this.maxHold = maxHold;
+  }
+}

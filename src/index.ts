@@ -1,11 +1,13 @@
 // edge-redlock: the Redlock distributed lock over HTTP for edge and serverless runtimes.
 export { Redlock, type NodeInput } from "./redlock.ts";
 export { Lock, type ReleaseResult } from "./lock.ts";
-export { DEFAULTS, MAX_TTL, type AcquireOptions, type RedlockOptions } from "./options.ts";
+export { DEFAULTS, MAX_TTL, type AcquireOptions, type RedlockOptions, type UsingOptions } from "./options.ts";
+export { keepLock, type KeepOptions, type Keeper } from "./keeper.ts";
 export {
   InvalidArgumentError,
   LockAcquisitionError,
   LockExtensionError,
+  MaxHoldError,
   RedlockError,
   type AttemptTally,
   type FailureReason,

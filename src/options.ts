@@ -33,6 +33,16 @@ export interface AcquireOptions {
   retryCount?: number;
   retryDelay?: number;
   retryJitter?: number;
+  /** Give up once the next attempt would start more than this many ms after the call (0 = one attempt). */
+  maxWait?: number;
+}
+
+/** Options of {@link Redlock.using}: those of acquire, plus how the lock is kept. */
+export interface UsingOptions extends AcquireOptions {
+  /** Cap on the total holding time in ms; reaching it aborts the routine's signal with {@link MaxHoldError}. Default: none. */
+  maxHold?: number;
+  /** Extend when this many ms of validity are left. Default: half the ttl. Must exceed nodeTimeout. */
+  extendThreshold?: number;
 }
 
 /** Options after defaults and checks. */
@@ -99,6 +109,13 @@ export function checkSignal(signal: unknown, where: string): AbortSignal | undef
     throw new InvalidArgumentError(where, "must be an AbortSignal");
   }
   return signal as AbortSignal;
+}
+
+/** An optional non-negative duration in ms. */
+export function checkDuration(name: string, value: unknown, min = 0): number | undefined {
+  if (value === undefined) return undefined;
+  checkNumber(name, value, { min, max: MAX_TTL });
+  return value as number;
 }
 
 function checkNumber(name: string, value: unknown, rule: { min: number; max?: number; below?: number; integer?: boolean }): void {

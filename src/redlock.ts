@@ -1,13 +1,14 @@
 // The Redlock algorithm: acquire on a quorum within validity, release everywhere, retry at random.
-import type { Clock } from "./clock.ts";
+import { anySignal, type Clock } from "./clock.ts";
 import { nodesFromEnv, type EnvOptions } from "./env.ts";
 import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, type AttemptTally } from "./errors.ts";
 import { Lock, lockState, type ReleaseResult } from "./lock.ts";
 import { castVote, upstashNode, type NodeConfig, type RedlockNode, type ScriptClient } from "./node.ts";
 import {
-  checkResources, checkRetry, checkSignal, checkTtl, resolveOptions,
-  type AcquireOptions, type RedlockOptions, type ResolvedOptions,
+  checkDuration, checkResources, checkRetry, checkSignal, checkTtl, resolveOptions,
+  type AcquireOptions, type RedlockOptions, type ResolvedOptions, type UsingOptions,
 } from "./options.ts";
+import { keepLock } from "./keeper.ts";
 import { fanOut, type Round } from "./quorum.ts";
 import { ACQUIRE, EXTEND, RELEASE, type Script } from "./scripts.ts";
 import { randomUnit, randomValue } from "./token.ts";
@@ -80,6 +81,8 @@ export class Redlock {
       retryJitter: options.retryJitter ?? this.options.retryJitter,
     };
     checkRetry(retry, "options");
+    const maxWait = checkDuration("options.maxWait", options.maxWait);
+    const began = this.#clock.now();
 
     const tallies: AttemptTally[] = [];
     const cleanups: Promise<void>[] = [];
@@ -102,12 +105,60 @@ export class Redlock {
         cleanups.push(this.#releaseAfter(new Map(round.settled.entries()), keys, value));
         signal?.throwIfAborted();
         if (retry.retryCount !== -1 && attempt > retry.retryCount) break;
-        await this.#clock.sleep(retryDelay(retry.retryDelay, retry.retryJitter), signal);
+        const delay = retryDelay(retry.retryDelay, retry.retryJitter);
+        if (maxWait !== undefined && this.#clock.now() + delay - began > maxWait) break;
+        await this.#clock.sleep(delay, signal);
       }
     } finally {
       await Promise.all(cleanups);
     }
     throw new LockAcquisitionError(keys, tallies);
+  }
+
+  /**
+   * Runs `routine` while holding a lock on `resources`: acquires, extends automatically when
+   * `extendThreshold` ms of validity are left, and releases when the routine ends — also when it
+   * throws. The routine's `signal` aborts the moment the lock is lost (reason: {@link LockExtensionError}),
+   * when `maxHold` is reached (reason: {@link MaxHoldError}) or when the caller's signal aborts.
+   * Resolves with the routine's value or rejects with its error.
+   * @example
+   * const summary = await redlock.using(["report:daily"], 5_000, async (signal) => {
+   *   for (const chunk of work) {
+   *     signal.throwIfAborted(); // the lock was lost
+   *     await process(chunk, { signal });
+   *   }
+   *   return "done";
+   * }, { maxHold: 60_000 });
+   */
+  async using<T>(
+    resources: string | readonly string[],
+    ttl: number,
+    routine: (signal: AbortSignal, lock: Lock) => Promise<T> | T,
+    options: UsingOptions = {},
+  ): Promise<T> {
+    checkTtl(ttl, this.options.nodeTimeout);
+    if (typeof routine !== "function") throw new InvalidArgumentError("routine", "must be a function");
+    const maxHold = checkDuration("options.maxHold", options?.maxHold, 1);
+    const threshold = checkDuration("options.extendThreshold", options?.extendThreshold, 1) ?? this.defaultThreshold(ttl);
+    if (threshold >= ttl) throw new InvalidArgumentError("options.extendThreshold", `must be below the ttl (${ttl} ms)`);
+    const lock = await this.acquire(resources, ttl, options);
+    const keeper = keepLock(lock, { clock: this.#clock, ttl, threshold, maxHold });
+    try {
+      return await routine(anySignal([keeper.signal, options.signal]), lock);
+    } finally {
+      await keeper.stop();
+      await lock.release();
+    }
+  }
+
+  /**
+   * When auto-extension starts by default: half the ttl left, and never less than nodeTimeout + 50 ms
+   * (an extension round may take up to nodeTimeout).
+   * @example
+   * redlock.defaultThreshold(10_000); // 5000
+   */
+  defaultThreshold(ttl: number): number {
+    return Math.max(ttl / 2, Math.min(ttl - 1, this.options.nodeTimeout + 50));
   }
 
   /**

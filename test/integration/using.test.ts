@@ -1,0 +1,100 @@
+import { describe, expect, it } from "vitest";
+import { LockExtensionError, MaxHoldError, Redlock } from "../../src/index.ts";
+import { useCluster } from "./fixture.ts";
+
+const env = useCluster();
+const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) => new Redlock(env.cluster.nodes, { nodeTimeout: 150, ...options });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const untilAborted = (signal: AbortSignal, capMs: number) =>
+  new Promise<unknown>((resolve) => {
+    const timer = setTimeout(() => resolve("not aborted"), capMs);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve(signal.reason);
+    });
+  });
+const extendsAt = async () => (await Promise.all(env.admins.map((a) => a.state()))).map((s) => s.counters.commands.evalsha ?? 0);
+
+describe("using on the real cluster", () => {
+  it("extends automatically while the routine runs (counted at the nodes) and releases after", async () => {
+    const rl = redlock();
+    await (await rl.acquire(["warm"], 1_000)).release(); // load the scripts
+    await sleep(50);
+    await Promise.all(env.admins.map((a) => a.resetCounters()));
+    const result = await rl.using(["using:a"], 600, async (signal) => {
+      await sleep(1_500);
+      return signal.aborted ? "lost" : "kept";
+    });
+    expect(result).toBe("kept");
+    await sleep(50);
+    const evalsha = await extendsAt();
+    // 1 acquire + ≥ 4 extensions (every ~300 ms over 1.5 s) + 1 release on every node.
+    for (const count of evalsha) expect(count).toBeGreaterThanOrEqual(6);
+    for (const tcp of env.tcp) expect(await tcp.exists("using:a")).toBe(0);
+  });
+
+  it("aborts the routine's signal with LockExtensionError when 3 of 5 nodes are killed mid-routine", async () => {
+    const reason = await redlock().using(["using:b"], 600, async (signal) => {
+      await Promise.all([env.admins[0].kill(), env.admins[1].kill(), env.admins[2].kill()]);
+      return untilAborted(signal, 3_000);
+    });
+    expect(reason).toBeInstanceOf(LockExtensionError);
+    expect((reason as LockExtensionError).reason).toBe("unreachable");
+  });
+
+  it("aborts when the nodes are paused past the validity", async () => {
+    const started = performance.now();
+    let validUntil = 0;
+    const reason = await redlock().using(["using:c"], 600, async (signal, lock) => {
+      validUntil = performance.now() + lock.validityMs;
+      for (const server of env.cluster.servers) server.pause();
+      return untilAborted(signal, 3_000);
+    });
+    expect(reason).toBeInstanceOf(LockExtensionError);
+    expect(performance.now()).toBeLessThan(validUntil + 1_000);
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  it("aborts with MaxHoldError at maxHold", async () => {
+    const started = performance.now();
+    const reason = await redlock().using(["using:d"], 600, (signal) => untilAborted(signal, 3_000), { maxHold: 800 });
+    expect(reason).toBeInstanceOf(MaxHoldError);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(790);
+  });
+
+  it("releases after the routine throws", async () => {
+    const boom = new Error("failed inside");
+    await expect(
+      redlock().using(["using:e"], 5_000, async () => {
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
+    for (const tcp of env.tcp) expect(await tcp.exists("using:e")).toBe(0);
+  });
+
+  it("await using releases at scope exit", async () => {
+    {
+      await using lock = await redlock().acquire(["using:f"], 5_000);
+      expect(await env.tcp[0].get("using:f")).toBe(lock.value);
+    }
+    for (const tcp of env.tcp) expect(await tcp.exists("using:f")).toBe(0);
+  });
+
+  it("aborting mid-retry returns within one node timeout and leaves no key behind", async () => {
+    // Another holder on nodes 0-2; nodes 3-4 free, so every attempt sets keys there and must undo them.
+    for (const tcp of env.tcp.slice(0, 3)) await tcp.set("using:g", "third-party", "PX", 10_000);
+    await env.admins[3].faults({ latencyMs: 100 }); // its acquire lands after the round is decided
+    const controller = new AbortController();
+    const waiting = redlock({ retryCount: -1, retryDelay: 30, retryJitter: 10 }).acquire(["using:g"], 10_000, { signal: controller.signal });
+    await sleep(420);
+    const reason = new Error("caller gave up");
+    const abortedAt = performance.now();
+    controller.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
+    expect(performance.now() - abortedAt).toBeLessThan(150 + 50);
+    const attempts = (await env.admins[4].state()).counters.commands.evalsha ?? 0;
+    expect(attempts).toBeGreaterThan(3);
+    await sleep(200);
+    for (const tcp of env.tcp.slice(3)) expect(await tcp.exists("using:g")).toBe(0);
+  });
+});

@@ -1,0 +1,98 @@
+import { describe, expect, it } from "vitest";
+import { LockExtensionError, MaxHoldError, Redlock, type RedlockOptions } from "../../src/index.ts";
+import { simCluster } from "../sim/sim-node.ts";
+import { VirtualClock } from "../sim/virtual-clock.ts";
+
+function setup(options: RedlockOptions = {}) {
+  const clock = new VirtualClock();
+  const nodes = simCluster(clock);
+  const redlock = new Redlock(nodes, { clock, nodeTimeout: 100, ...options });
+  return { clock, nodes, redlock };
+}
+
+/** A routine that waits `ms` of virtual time or until its signal aborts, and reports which. */
+const waitOrAbort = (clock: VirtualClock, ms: number) => (signal: AbortSignal) =>
+  clock.sleep(ms, signal).then(
+    () => ({ aborted: false as const, at: clock.now() }),
+    () => ({ aborted: true as const, at: clock.now(), reason: signal.reason as unknown }),
+  );
+
+describe("using", () => {
+  it("extends before validity runs out, each time half the ttl is left, and releases at the end", async () => {
+    const { clock, nodes, redlock } = setup();
+    const result = await clock.run(redlock.using(["job"], 1_000, waitOrAbort(clock, 2_600)));
+    expect(result.aborted).toBe(false);
+    const extends_ = nodes[0].requests.filter((r) => r.script === "extend").map((r) => r.sentAt);
+    // validity ends at t1 + ttl − drift (12 ms); the next extension starts when 500 ms of it are left.
+    expect(extends_).toEqual([488, 976, 1_464, 1_952, 2_440]);
+    expect(nodes.flatMap((n) => n.liveKeys())).toEqual([]);
+    expect(nodes[0].requests.at(-1)?.script).toBe("release");
+  });
+
+  it("aborts the routine's signal with LockExtensionError when a majority goes down mid-routine", async () => {
+    const { clock, nodes, redlock } = setup();
+    clock.schedule(700, () => nodes.slice(0, 3).forEach((n) => (n.mode = "down")));
+    const result = await clock.run(redlock.using(["job"], 1_000, waitOrAbort(clock, 10_000)));
+    expect(result.aborted).toBe(true);
+    expect(result.reason).toBeInstanceOf(LockExtensionError);
+    expect((result.reason as LockExtensionError).reason).toBe("unreachable");
+    expect(result.at).toBeLessThan(1_000);
+  });
+
+  it("aborts at the expiry, as a safety net, while an extension round is still hanging", async () => {
+    const { clock, nodes, redlock } = setup({ nodeTimeout: 300 });
+    let deadline = 0;
+    const routine = async (signal: AbortSignal, lock: { validityMs: number }) => {
+      deadline = clock.now() + lock.validityMs;
+      nodes.forEach((n) => (n.mode = "hang"));
+      return waitOrAbort(clock, 10_000)(signal);
+    };
+    const result = await clock.run(redlock.using(["job"], 1_000, routine, { extendThreshold: 100 }));
+    expect(result.aborted).toBe(true);
+    expect(result.at).toBe(deadline);
+    expect((result.reason as LockExtensionError).reason).toBe("lost");
+  });
+
+  it("aborts with MaxHoldError when maxHold is reached, and stops extending", async () => {
+    const { clock, nodes, redlock } = setup();
+    const result = await clock.run(redlock.using(["job"], 1_000, waitOrAbort(clock, 10_000), { maxHold: 1_700 }));
+    expect(result.reason).toBeInstanceOf(MaxHoldError);
+    expect(result.at).toBe(1 + 1_700);
+    expect(nodes[0].requests.filter((r) => r.script === "extend").length).toBe(3);
+  });
+
+  it("releases when the routine throws and rethrows its error", async () => {
+    const { clock, nodes, redlock } = setup();
+    const boom = new Error("routine failed");
+    const outcome = clock.run(
+      redlock.using(["job"], 1_000, async () => {
+        await clock.sleep(50);
+        throw boom;
+      }),
+    );
+    await expect(outcome).rejects.toBe(boom);
+    await clock.drain();
+    expect(nodes.flatMap((n) => n.liveKeys())).toEqual([]);
+  });
+
+  it("passes the caller's abort on to the routine", async () => {
+    const { clock, redlock } = setup();
+    const controller = new AbortController();
+    clock.schedule(300, () => controller.abort(new Error("shutdown")));
+    const result = await clock.run(redlock.using(["job"], 1_000, waitOrAbort(clock, 10_000), { signal: controller.signal }));
+    expect(result).toMatchObject({ aborted: true, at: 300 });
+    expect(String(result.reason)).toContain("shutdown");
+  });
+
+  it("releases at the end of an `await using` scope", async () => {
+    const { clock, nodes, redlock } = setup();
+    await clock.run(
+      (async () => {
+        await using lock = await redlock.acquire(["scoped"], 1_000);
+        expect(nodes[0].get("scoped")).toBe(lock.value);
+      })(),
+    );
+    await clock.drain();
+    expect(nodes.flatMap((n) => n.liveKeys())).toEqual([]);
+  });
+});
