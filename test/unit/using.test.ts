@@ -11,11 +11,13 @@ function setup(options: RedlockOptions = {}) {
 }
 
 /** A routine that waits `ms` of virtual time or until its signal aborts, and reports which. */
-const waitOrAbort = (clock: VirtualClock, ms: number) => (signal: AbortSignal) =>
-  clock.sleep(ms, signal).then(
-    () => ({ aborted: false as const, at: clock.now() }),
-    () => ({ aborted: true as const, at: clock.now(), reason: signal.reason as unknown }),
-  );
+const waitOrAbort =
+  (clock: VirtualClock, ms: number) =>
+  (signal: AbortSignal): Promise<{ aborted: boolean; at: number; reason?: unknown }> =>
+    clock.sleep(ms, signal).then(
+      () => ({ aborted: false, at: clock.now() }),
+      () => ({ aborted: true, at: clock.now(), reason: signal.reason as unknown }),
+    );
 
 describe("using", () => {
   it("extends before validity runs out, each time half the ttl is left, and releases at the end", async () => {
