@@ -1,12 +1,43 @@
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { envNames } from "./src/env.ts";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    globalSetup: ["test/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Each integration file starts its own five redis-server processes; two files at a time fit 2 cores.
     maxWorkers: 2,
+    projects: [
+      {
+        test: {
+          name: "node",
+          include: ["test/unit/**/*.test.ts", "test/integration/**/*.test.ts"],
+          globalSetup: ["test/global-setup.ts"],
+        },
+      },
+      {
+        plugins: [
+          cloudflareTest(({ inject }) => {
+            const nodes = inject<{ url: string; token: string }[]>("clusterNodes");
+            const bindings = Object.fromEntries(nodes.flatMap((n, i) => [[envNames(i + 1).url, n.url], [envNames(i + 1).token, n.token]]));
+            return { wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings } };
+          }),
+        ],
+        test: {
+          name: "workers",
+          include: ["test/workers/**/*.test.ts"],
+          globalSetup: ["test/cluster-setup.ts"],
+        },
+      },
+      {
+        test: {
+          name: "edge",
+          environment: "edge-runtime",
+          include: ["test/edge/**/*.test.ts"],
+          globalSetup: ["test/cluster-setup.ts"],
+        },
+      },
+    ],
   },
 });

@@ -1,7 +1,7 @@
 // One real redis-server process on 127.0.0.1: start, kill, pause, resume, restart empty.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 
 const SEARCH_PATH = ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/opt/homebrew/bin"];
@@ -91,38 +91,36 @@ export class RedisProcess {
     this.#state = "running";
   }
 
-  /** SIGKILL: the data is gone with the process. */
+  /** SIGKILL: the data is gone with the process. Resolves once the process is gone. */
   async kill(): Promise<void> {
     const child = this.#child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) {
-      this.#state = "killed";
-      return;
-    }
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGCONT");
-    child.kill("SIGKILL");
-    await exited;
     this.#child = undefined;
     this.#state = "killed";
+    if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    signal(child, "SIGCONT");
+    signal(child, "SIGKILL");
+    // Deno's child_process may not emit "exit" for a killed child: also poll the pid.
+    await Promise.race([exited, gone(child.pid)]);
   }
 
   /** Synchronous SIGKILL for process-exit hooks. */
   forceKill(): void {
-    this.#child?.kill("SIGCONT");
-    this.#child?.kill("SIGKILL");
+    signal(this.#child, "SIGCONT");
+    signal(this.#child, "SIGKILL");
   }
 
   /** SIGSTOP: connections stay open, nothing answers. */
   pause(): void {
     if (this.#state !== "running") throw new Error(`cannot pause a ${this.#state} redis-server`);
-    this.#child?.kill("SIGSTOP");
+    signal(this.#child, "SIGSTOP");
     this.#state = "paused";
   }
 
   /** SIGCONT after pause. */
   resume(): void {
     if (this.#state !== "paused") throw new Error(`cannot resume a ${this.#state} redis-server`);
-    this.#child?.kill("SIGCONT");
+    signal(this.#child, "SIGCONT");
     this.#state = "running";
   }
 
@@ -130,6 +128,29 @@ export class RedisProcess {
   async restartEmpty(): Promise<void> {
     await this.kill();
     await this.start();
+  }
+}
+
+/** Sends a signal by pid (Deno's ChildProcess.kill does not deliver every signal). */
+function signal(child: ChildProcess | undefined, name: NodeJS.Signals): void {
+  if (!child?.pid) return;
+  try {
+    process.kill(child.pid, name);
+  } catch {
+    // already gone
+  }
+}
+
+/** Resolves when `pid` has exited (a zombie counts: the runtime may reap it later), or after 2 s. */
+async function gone(pid: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) return;
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 10));
   }
 }
 

@@ -1,0 +1,88 @@
+// `npm start` / `npm run start:deno`: five local nodes plus the demo worker bound to them, until Ctrl-C.
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { startCluster } from "./cluster.ts";
+import { freePort } from "./redis-server.ts";
+
+const runtime = process.argv.includes("--deno") ? "deno" : "workers";
+const cluster = await startCluster({ nodes: 5 });
+const vars: Record<string, string> = {};
+cluster.nodes.forEach((node, i) => {
+  vars[`UPSTASH_REDIS_REST_URL_${i + 1}`] = node.url;
+  vars[`UPSTASH_REDIS_REST_TOKEN_${i + 1}`] = node.token;
+});
+const port = Number(process.env.PORT ?? 0) || (await freePort());
+const quiet = { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" };
+const bin = (path: string) => fileURLToPath(new URL(`../node_modules/${path}`, import.meta.url));
+
+let child: ChildProcess;
+if (runtime === "workers") {
+  const wrangler = bin("wrangler/bin/wrangler.js");
+  const varFlags = Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]);
+  child = spawn(process.execPath, [wrangler, "dev", "--port", String(port), "--ip", "127.0.0.1", "--show-interactive-dev-session=false", ...varFlags], {
+    env: { ...process.env, ...quiet },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+} else {
+  const deno = bin("deno/bin.cjs");
+  child = spawn(process.execPath, [deno, "run", "--allow-net", "--allow-env", "worker/deno.ts"], {
+    env: { ...process.env, ...quiet, ...vars, PORT: String(port) },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+}
+let log = "";
+child.stdout?.on("data", (chunk) => (log += String(chunk)));
+child.stderr?.on("data", (chunk) => (log += String(chunk)));
+
+let stopping = false;
+async function stop(code = 0): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    if (child.pid) {
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+    }
+    await cluster.stop();
+  }
+  process.exit(code);
+}
+process.on("SIGINT", () => void stop());
+process.on("SIGTERM", () => void stop());
+child.once("exit", (code) => {
+  if (!stopping) {
+    process.stderr.write(`${runtime} exited (${code}):\n${log}\n`);
+    void stop(1);
+  }
+});
+
+const url = `http://127.0.0.1:${port}`;
+const deadline = Date.now() + 60_000;
+for (;;) {
+  const up = await fetch(url).then((r) => r.ok, () => false);
+  if (up) break;
+  if (Date.now() > deadline) {
+    process.stderr.write(`the demo did not answer on ${url} within 60 s:\n${log}\n`);
+    await stop(1);
+  }
+  await new Promise((r) => setTimeout(r, 200));
+}
+
+process.stdout.write(`
+edge-redlock demo on ${runtime === "workers" ? "Cloudflare Workers (wrangler dev)" : "Deno"}: ${url}
+five local Redis nodes: ${cluster.nodes.map((n) => n.url).join(" ")}
+
+Try:
+  curl -X PUT ${url}/stock/widget -d '{"count": 3}'
+  for i in $(seq 8); do curl -s -X POST "${url}/stock/widget/reserve?wait=10000" & done; wait; echo
+  curl ${url}/stock/widget
+  for i in $(seq 8); do curl -s -X POST ${url}/stock/gadget/reserve-unsafe & done; wait   # no lock: oversells
+  curl -X POST ${url}/jobs/nightly/run
+  curl ${url}/status/lock:stock:widget
+
+Ctrl-C stops everything.
+`);

@@ -1,0 +1,177 @@
+// Hono middleware: hold a Redlock lock while the route's handler runs.
+import type { Context, Env, MiddlewareHandler } from "hono";
+import { env as runtimeEnv } from "hono/adapter";
+import { createMiddleware } from "hono/factory";
+import { MissingConfigurationError } from "./env.ts";
+import { LockAcquisitionError, type FailureReason } from "./errors.ts";
+import { keepLock } from "./keeper.ts";
+import type { Lock } from "./lock.ts";
+import { Redlock } from "./redlock.ts";
+
+/** What the middleware hands on as `c.var.lock`. */
+export interface HeldLock {
+  lock: Lock;
+  /** Epoch ms when validity ends; moves with each automatic extension. */
+  readonly expiresAt: number;
+  /** Aborts when the lock is lost (reason: `LockExtensionError`) or held for `maxHold` (reason: `MaxHoldError`). */
+  signal: AbortSignal;
+}
+
+/** Hono `Variables` the middleware sets: `c.var.lock`. */
+export type RedlockVariables = { lock: HeldLock };
+
+/** What `onBusy` gets. */
+export interface BusyInfo {
+  resources: string[];
+  /** The holder's remaining time as the nodes reported it, if known (ms). */
+  retryAfterMs: number | undefined;
+  error: LockAcquisitionError;
+}
+
+/** What `onUnavailable` gets. */
+export interface UnavailableInfo {
+  resources: string[];
+  reason: FailureReason;
+  error: LockAcquisitionError;
+}
+
+/** One key, several keys, or a function of the request that returns them. */
+export type LockKey<E extends Env> = string | string[] | ((c: Context<E>) => string | string[] | Promise<string | string[]>);
+
+/** Options of the {@link redlock} middleware. */
+export interface RedlockMiddlewareOptions<E extends Env = Env> {
+  /** Lock ttl in ms; extended automatically while the handler runs. Default 10 000. */
+  ttl?: number;
+  /** How long to keep retrying while the lock is busy, in ms (0 = fail fast). Default 0. */
+  wait?: number | ((c: Context<E>) => number);
+  /** The Redlock to use: an instance, or a factory. Default: built once per isolate by `Redlock.fromEnv` from the runtime's environment. */
+  redlock?: Redlock | ((c: Context<E>) => Redlock);
+  /** Response when another holder has the lock. Default: 423 with `{ error, resource, retryAfterMs }` and `Retry-After`. */
+  onBusy?: (c: Context<E>, info: BusyInfo) => Response | Promise<Response>;
+  /** Response when no quorum could be reached. Default: 503 with `{ error, reason }`. */
+  onUnavailable?: (c: Context<E>, info: UnavailableInfo) => Response | Promise<Response>;
+  /** Cap on holding time in ms: the signal aborts when reached. Default: none. */
+  maxHold?: number;
+  /** Response header set to `"true"` when the lock was lost while the handler ran. Default `"Lock-Lost"`. */
+  lostHeader?: string;
+}
+
+const DEFAULT_TTL = 10_000;
+const DEFAULT_LOST_HEADER = "Lock-Lost";
+
+const fromEnvCache = new Map<string, Redlock>();
+let reportedMissing = false;
+
+/**
+ * Guards a route with a Redlock lock: acquires before the handler, extends while it runs,
+ * releases after it (also when it throws; on Workers through `executionCtx.waitUntil`).
+ * Busy → 423 + `Retry-After`; no quorum → 503; missing configuration → 500 naming what is missing.
+ * @param key the resource(s) to lock, or a function of the context returning them
+ * @param options see {@link RedlockMiddlewareOptions}
+ * @returns a Hono middleware that sets `c.var.lock`
+ * @example
+ * import { Hono } from "hono";
+ * import { redlock } from "edge-redlock/hono";
+ *
+ * const app = new Hono();
+ * app.post("/orders/:id/pay", redlock((c) => `order:${c.req.param("id")}`, { ttl: 10_000 }), async (c) => {
+ *   await pay(c.req.param("id"), { signal: c.var.lock.signal });
+ *   return c.json({ paid: true });
+ * });
+ */
+export const redlock = <E extends Env = Env>(
+  key: LockKey<E>,
+  options: RedlockMiddlewareOptions<E> = {},
+): MiddlewareHandler<E & { Variables: RedlockVariables }> => {
+  const ttl = options.ttl ?? DEFAULT_TTL;
+  const lostHeader = options.lostHeader ?? DEFAULT_LOST_HEADER;
+  return createMiddleware<E & { Variables: RedlockVariables }>(async function redlockMiddleware(c, next) {
+    const ctx = c as unknown as Context<E>;
+    const resources = [await (typeof key === "function" ? key(ctx) : key)].flat();
+    let locker: Redlock;
+    try {
+      locker = pickRedlock(ctx, options.redlock);
+    } catch (error) {
+      if (!(error instanceof MissingConfigurationError)) throw error;
+      if (!reportedMissing) console.error(`edge-redlock: ${error.message}`);
+      reportedMissing = true;
+      return c.json({ error: "lock not configured", missing: error.missing }, 500);
+    }
+
+    const wait = typeof options.wait === "function" ? options.wait(ctx) : (options.wait ?? 0);
+    let lock: Lock;
+    try {
+      lock = await locker.acquire(resources, ttl, { retryCount: wait > 0 ? -1 : 0, maxWait: wait, signal: c.req.raw.signal });
+    } catch (error) {
+      if (!(error instanceof LockAcquisitionError)) throw error;
+      if (error.reason === "held") {
+        const info = { resources, retryAfterMs: error.retryAfterMs, error };
+        return options.onBusy ? options.onBusy(ctx, info) : busy(c, info, ttl);
+      }
+      const info = { resources, reason: error.reason, error };
+      return options.onUnavailable ? options.onUnavailable(ctx, info) : c.json({ error: "lock unavailable", reason: error.reason }, 503);
+    }
+
+    const keeper = keepLock(lock, { clock: locker.options.clock, ttl, threshold: locker.defaultThreshold(ttl), maxHold: options.maxHold });
+    c.set("lock", {
+      lock,
+      signal: keeper.signal,
+      get expiresAt() {
+        return lock.expiresAt;
+      },
+    });
+    try {
+      await next();
+    } finally {
+      if (keeper.signal.aborted) markLost(c, lostHeader);
+      const released = keeper.stop().then(async () => {
+        const { pending } = await lock.release();
+        await pending;
+      });
+      const waitUntil = executionContext(c)?.waitUntil.bind(executionContext(c));
+      if (waitUntil) waitUntil(released);
+      else await released;
+    }
+  });
+};
+
+function markLost(c: Context, header: string): void {
+  try {
+    c.res.headers.set(header, "true");
+  } catch {
+    c.res = new Response(c.res.body, c.res); // immutable headers (a fetched response): copy it
+    c.res.headers.set(header, "true");
+  }
+}
+
+function busy(c: Context, info: BusyInfo, ttl: number): Response {
+  const retryAfterMs = info.retryAfterMs;
+  const seconds = Math.max(1, Math.ceil((retryAfterMs ?? ttl) / 1000));
+  c.header("Retry-After", String(seconds));
+  return c.json({ error: "locked", resource: info.resources.length === 1 ? info.resources[0] : info.resources, retryAfterMs: retryAfterMs ?? null }, 423);
+}
+
+function pickRedlock<E extends Env>(c: Context<E>, given: Redlock | ((c: Context<E>) => Redlock) | undefined): Redlock {
+  if (given instanceof Redlock) return given;
+  if (typeof given === "function") return given(c);
+  const vars = (runtimeEnv(c as Context) ?? {}) as Record<string, unknown>;
+  const id = Object.keys(vars)
+    .filter((name) => name.startsWith("UPSTASH_REDIS_REST_"))
+    .sort()
+    .map((name) => `${name}=${String(vars[name])}`)
+    .join("\n");
+  let cached = fromEnvCache.get(id);
+  if (!cached) {
+    cached = Redlock.fromEnv(vars);
+    fromEnvCache.set(id, cached);
+  }
+  return cached;
+}
+
+function executionContext(c: Context): { waitUntil(p: Promise<unknown>): void } | undefined {
+  try {
+    return c.executionCtx;
+  } catch {
+    return undefined;
+  }
+}

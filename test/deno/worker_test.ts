@@ -1,0 +1,56 @@
+// Runs under the real `deno`: the cluster from dev/ (imported here, in Deno), the library, and the demo app on Deno.serve.
+import assert from "node:assert/strict";
+import { startCluster } from "../../dev/cluster.ts";
+import { LockAcquisitionError, Redlock, envNames } from "../../src/index.ts";
+import { createApp } from "../../worker/app.ts";
+
+const options = { sanitizeOps: false, sanitizeResources: false };
+
+Deno.test("edge-redlock under Deno: library and demo app over HTTP", options, async (t) => {
+  const cluster = await startCluster({ nodes: 5 });
+  cluster.nodes.forEach((node, i) => {
+    Deno.env.set(envNames(i + 1).url, node.url);
+    Deno.env.set(envNames(i + 1).token, node.token);
+  });
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, createApp().fetch);
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  try {
+    await t.step("acquire, contend, extend, release", async () => {
+      const redlock = new Redlock(cluster.nodes, { retryCount: 0 });
+      const lock = await redlock.acquire(["deno:lib"], 5_000);
+      await assert.rejects(redlock.acquire(["deno:lib"], 5_000), LockAcquisitionError);
+      await lock.extend(8_000);
+      assert.ok(lock.validityMs > 7_000);
+      assert.equal((await lock.release()).released, 5);
+    });
+
+    await t.step("await using releases at scope exit", async () => {
+      const redlock = new Redlock(cluster.nodes, { retryCount: 0 });
+      {
+        await using lock = await redlock.acquire(["deno:scoped"], 5_000);
+        assert.equal(lock.attempts, 1);
+      }
+      await (await redlock.acquire(["deno:scoped"], 5_000)).release();
+    });
+
+    await t.step("N concurrent reservations on stock S < N over HTTP: exactly S succeed", async () => {
+      await (await fetch(`${base}/stock/deno-widget`, { method: "PUT", body: JSON.stringify({ count: 3 }) })).body?.cancel();
+      const responses = await Promise.all(Array.from({ length: 7 }, () => fetch(`${base}/stock/deno-widget/reserve?wait=15000`, { method: "POST" })));
+      const statuses = await Promise.all(responses.map(async (r) => (await r.body?.cancel(), r.status)));
+      assert.deepEqual(statuses.sort(), [200, 200, 200, 409, 409, 409, 409]);
+      assert.deepEqual(await (await fetch(`${base}/stock/deno-widget`)).json(), { count: 0, reserved: 3 });
+    });
+
+    await t.step("busy → 423 with Retry-After", async () => {
+      const holder = await new Redlock(cluster.nodes).acquire(["lock:stock:deno-busy"], 6_000);
+      const res = await fetch(`${base}/stock/deno-busy/reserve`, { method: "POST" });
+      assert.equal(res.status, 423);
+      assert.ok(Number(res.headers.get("Retry-After")) >= 5);
+      await res.body?.cancel();
+      await holder.release();
+    });
+  } finally {
+    await server.shutdown();
+    await cluster.stop();
+  }
+});

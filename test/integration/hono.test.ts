@@ -1,0 +1,148 @@
+import { Hono } from "hono";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Redlock, envNames } from "../../src/index.ts";
+import { redlock, type RedlockVariables } from "../../src/hono.ts";
+import { createApp } from "../../worker/app.ts";
+import { useCluster } from "./fixture.ts";
+
+const env = useCluster();
+const saved: Record<string, string | undefined> = {};
+const names = [1, 2, 3, 4, 5].flatMap((n) => [envNames(n).url, envNames(n).token]);
+
+beforeAll(() => {
+  env.cluster.nodes.forEach((node, i) => {
+    const { url, token } = envNames(i + 1);
+    saved[url] = process.env[url];
+    saved[token] = process.env[token];
+    process.env[url] = node.url;
+    process.env[token] = node.token;
+  });
+});
+afterAll(() => {
+  for (const name of names) {
+    if (saved[name] === undefined) delete process.env[name];
+    else process.env[name] = saved[name];
+  }
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("redlock() middleware in Node", () => {
+  it("N concurrent reservations on stock S < N with wait: exactly S succeed, stock ends at 0", async () => {
+    const app = createApp();
+    await app.request("/stock/widget", { method: "PUT", body: JSON.stringify({ count: 3 }) });
+    const responses = await Promise.all(Array.from({ length: 8 }, () => app.request("/stock/widget/reserve?wait=10000", { method: "POST" })));
+    const statuses = responses.map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 200, 200, 409, 409, 409, 409, 409]);
+    expect(await (await app.request("/stock/widget")).json()).toEqual({ count: 0, reserved: 3 });
+  });
+
+  it("without the lock the same race oversells (the demo's negative control)", async () => {
+    const app = createApp();
+    await app.request("/stock/gadget", { method: "PUT", body: JSON.stringify({ count: 3 }) });
+    const responses = await Promise.all(Array.from({ length: 8 }, () => app.request("/stock/gadget/reserve-unsafe", { method: "POST" })));
+    const ok = responses.filter((r) => r.status === 200).length;
+    const stock = (await (await app.request("/stock/gadget")).json()) as { reserved: number };
+    expect(ok).toBeGreaterThan(3);
+    expect(stock.reserved).toBeLessThan(ok); // lost updates: more "reserved" answers than recorded
+  });
+
+  it("busy → 423 with a JSON body and Retry-After from the holder's PTTL", async () => {
+    const holder = await new Redlock(env.cluster.nodes).acquire(["lock:stock:busy"], 8_000);
+    const res = await createApp().request("/stock/busy/reserve", { method: "POST" });
+    expect(res.status).toBe(423);
+    const body = (await res.json()) as { error: string; resource: string; retryAfterMs: number };
+    expect(body).toMatchObject({ error: "locked", resource: "lock:stock:busy" });
+    expect(body.retryAfterMs).toBeGreaterThan(7_000);
+    expect(res.headers.get("Retry-After")).toBe(String(Math.ceil(body.retryAfterMs / 1000)));
+    await holder.release();
+  });
+
+  it("quorum unreachable → 503, distinguishable from busy", async () => {
+    await Promise.all([env.admins[0].kill(), env.admins[1].kill(), env.admins[2].kill()]);
+    const res = await createApp().request("/jobs/report/run", { method: "POST" });
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ error: "lock unavailable", reason: "unreachable" });
+  });
+
+  it("releases the lock after the handler, also when it throws", async () => {
+    const app = new Hono<{ Variables: RedlockVariables }>();
+    app.post("/boom", redlock("lock:boom", { redlock: new Redlock(env.cluster.nodes) }), () => {
+      throw new Error("handler failed");
+    });
+    app.onError((error, c) => c.json({ error: error.message }, 500));
+    const res = await app.request("/boom", { method: "POST" });
+    expect(res.status).toBe(500);
+    for (const tcp of env.tcp) expect(await tcp.exists("lock:boom")).toBe(0);
+  });
+
+  it("hands the release to executionCtx.waitUntil when there is one", async () => {
+    const app = new Hono<{ Variables: RedlockVariables }>();
+    app.post("/w", redlock("lock:w", { redlock: new Redlock(env.cluster.nodes) }), (c) => c.json({ expiresAt: c.var.lock.expiresAt }));
+    const waited: Promise<unknown>[] = [];
+    const ctx = { waitUntil: (p: Promise<unknown>) => void waited.push(p), passThroughOnException: () => {}, props: {} };
+    const res = await app.request("/w", { method: "POST" }, {}, ctx);
+    expect(res.status).toBe(200);
+    expect(waited).toHaveLength(1);
+    expect(await env.tcp[0].exists("lock:w")).toBe(1); // not released yet: the response did not wait
+    await waited[0];
+    for (const tcp of env.tcp) expect(await tcp.exists("lock:w")).toBe(0);
+  });
+
+  it("extends while the handler runs; a lost lock aborts c.var.lock.signal and marks the response", async () => {
+    const app = new Hono<{ Variables: RedlockVariables }>();
+    const rl = new Redlock(env.cluster.nodes, { nodeTimeout: 150 });
+    app.post("/long", redlock("lock:long", { redlock: rl, ttl: 600 }), async (c) => {
+      await sleep(1_000);
+      const kept = !c.var.lock.signal.aborted;
+      await Promise.all([env.admins[0].kill(), env.admins[1].kill(), env.admins[2].kill()]);
+      await sleep(800);
+      return c.json({ keptFirstSecond: kept, lostAfterKill: c.var.lock.signal.aborted, reason: String(c.var.lock.signal.reason?.name) });
+    });
+    const res = await app.request("/long", { method: "POST" });
+    expect(await res.json()).toEqual({ keptFirstSecond: true, lostAfterKill: true, reason: "LockExtensionError" });
+    expect(res.headers.get("Lock-Lost")).toBe("true");
+  });
+
+  it("missing configuration → 500 naming the missing variables (logged once), not a crash", async () => {
+    const url3 = process.env.UPSTASH_REDIS_REST_URL_3;
+    delete process.env.UPSTASH_REDIS_REST_URL_3;
+    const errors: unknown[] = [];
+    const original = console.error;
+    console.error = (...args: unknown[]) => void errors.push(args);
+    try {
+      const app = createApp();
+      const first = await app.request("/jobs/x/run", { method: "POST" });
+      const second = await app.request("/jobs/x/run", { method: "POST" });
+      expect(first.status).toBe(500);
+      expect(await first.json()).toEqual({ error: "lock not configured", missing: ["UPSTASH_REDIS_REST_URL_3"] });
+      expect(second.status).toBe(500);
+      expect(errors).toHaveLength(1);
+      expect(JSON.stringify(errors)).not.toContain(env.cluster.nodes[0].token);
+    } finally {
+      console.error = original;
+      process.env.UPSTASH_REDIS_REST_URL_3 = url3;
+    }
+  });
+
+  it("runs a job exactly once under concurrent calls", async () => {
+    const app = createApp();
+    const responses = await Promise.all(Array.from({ length: 6 }, () => app.request("/jobs/nightly/run", { method: "POST" })));
+    const bodies = await Promise.all(responses.filter((r) => r.status === 200).map((r) => r.json() as Promise<{ ran: boolean }>));
+    expect(bodies.filter((b) => b.ran)).toHaveLength(1);
+    expect(responses.every((r) => r.status === 200 || r.status === 423)).toBe(true);
+    expect(await env.tcp[0].get("job:nightly:runs")).toBe("1");
+  });
+
+  it("status shows, per node, whether a key is locked and its PTTL", async () => {
+    const lock = await new Redlock(env.cluster.nodes).acquire(["lock:status"], 9_000);
+    await sleep(20);
+    const body = (await (await createApp().request("/status/lock:status")).json()) as { lockedOnMajority: boolean; nodes: { locked: boolean; pttl: number }[] };
+    expect(body.lockedOnMajority).toBe(true);
+    for (const node of body.nodes) {
+      expect(node.locked).toBe(true);
+      expect(node.pttl).toBeGreaterThan(8_000);
+    }
+    await lock.release();
+  });
+});
