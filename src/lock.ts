@@ -62,10 +62,16 @@ export class Lock {
   readonly resources: readonly string[];
   /** How many attempts the acquisition took. */
   readonly attempts: number;
+  /**
+   * The fencing token (a decimal string; compare with `BigInt` or {@link compareFences}) when acquired
+   * with `{ fencing: true }`: larger than the token of every earlier holder of any of these resources.
+   */
+  readonly fence: string | undefined;
 
-  constructor(resources: readonly string[], value: string, attempts: number, state: Omit<LockState, "value">) {
+  constructor(resources: readonly string[], value: string, attempts: number, fence: string | undefined, state: Omit<LockState, "value">) {
     this.resources = Object.freeze([...resources]);
     this.attempts = attempts;
+    this.fence = fence;
     states.set(this, { ...state, value });
   }
 
@@ -114,7 +120,7 @@ export class Lock {
   }
 
   /** Keeps the value out of `JSON.stringify` and logs. */
-  toJSON(): { resources: readonly string[]; expiresAt: number } {
-    return { resources: this.resources, expiresAt: this.expiresAt };
+  toJSON(): { resources: readonly string[]; expiresAt: number; fence?: string } {
+    return { resources: this.resources, expiresAt: this.expiresAt, ...(this.fence === undefined ? {} : { fence: this.fence }) };
   }
 }

@@ -35,6 +35,11 @@ export interface AcquireOptions {
   retryJitter?: number;
   /** Give up once the next attempt would start more than this many ms after the call (0 = one attempt). */
   maxWait?: number;
+  /**
+   * Hand out a fencing token (`lock.fence`): costs one more round trip (the write-back round).
+   * Default false.
+   */
+  fencing?: boolean;
 }
 
 /** Options of {@link Redlock.using}: those of acquire, plus how the lock is kept. */

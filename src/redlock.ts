@@ -10,9 +10,10 @@ import {
 } from "./options.ts";
 import { keepLock } from "./keeper.ts";
 import { fanOut, type Round } from "./quorum.ts";
-import { ACQUIRE, EXTEND, RELEASE, type Script } from "./scripts.ts";
+import { ACQUIRE, EXTEND, FENCE, RELEASE, type Script } from "./scripts.ts";
+import { fenceKey, maxFence } from "./fencing.ts";
 import { randomUnit, randomValue } from "./token.ts";
-import type { Vote } from "./vote.ts";
+import type { NodeVote, Vote } from "./vote.ts";
 
 /** One database: `{ url, token }`, an `@upstash/redis` `Redis` instance, or a custom {@link RedlockNode}. */
 export type NodeInput = NodeConfig | ScriptClient | RedlockNode;
@@ -75,6 +76,7 @@ export class Redlock {
     checkTtl(ttl, this.options.nodeTimeout);
     if (typeof options !== "object" || options === null) throw new InvalidArgumentError("options", "must be an object");
     const signal = checkSignal(options.signal, "options.signal");
+    if (options.fencing !== undefined && typeof options.fencing !== "boolean") throw new InvalidArgumentError("options.fencing", "must be a boolean");
     const retry = {
       retryCount: options.retryCount ?? this.options.retryCount,
       retryDelay: options.retryDelay ?? this.options.retryDelay,
@@ -82,6 +84,7 @@ export class Redlock {
     };
     checkRetry(retry, "options");
     const maxWait = checkDuration("options.maxWait", options.maxWait);
+    const roundKeys = options.fencing ? [...keys, ...keys.map(fenceKey)] : keys;
     const began = this.#clock.now();
 
     const tallies: AttemptTally[] = [];
@@ -91,18 +94,24 @@ export class Redlock {
         signal?.throwIfAborted();
         const value = randomValue();
         const start = this.#clock.now();
-        const round = await this.#round(ACQUIRE, keys, [value, String(ttl)], { signal, decideEarly: true, cancelStragglers: false });
+        let round = await this.#round(ACQUIRE, roundKeys, [value, String(ttl), String(keys.length)], { signal, decideEarly: true, cancelStragglers: false });
+        const acquired = round.settled;
+        let fence: string | undefined;
+        if (options.fencing && round.granted >= this.quorum && this.#validity(ttl, start) > 0) {
+          fence = maxFence(round.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
+          round = await this.#round(FENCE, roundKeys, [value, fence], { signal, decideEarly: true, cancelStragglers: true });
+        }
         const validity = this.#validity(ttl, start);
         if (round.granted >= this.quorum && validity > 0) {
-          return new Lock(keys, value, attempt, {
+          return new Lock(keys, value, attempt, fence, {
             owner: this.#owner,
             deadline: start + ttl - this.#drift(ttl),
             expiresAt: this.#clock.epoch() + validity,
-            stragglers: stragglers(round),
+            stragglers: stragglers(round.votes, acquired),
           });
         }
         tallies.push(tally(attempt, round, start, this.#clock.now(), validity));
-        cleanups.push(this.#releaseAfter(new Map(round.settled.entries()), keys, value));
+        cleanups.push(this.#releaseAfter(new Map(acquired.entries()), keys, value));
         signal?.throwIfAborted();
         if (retry.retryCount !== -1 && attempt > retry.retryCount) break;
         const delay = retryDelay(retry.retryDelay, retry.retryJitter);
@@ -261,12 +270,15 @@ function tally(attempt: number, round: Round, start: number, end: number, validi
   return { attempt, granted, denied, errors, elapsedMs: end - start, validityMs: validity, votes };
 }
 
-/** The acquire requests still out when the round was decided, by node; each leaves the map when its reply arrives. */
-function stragglers(round: Round): Map<number, Promise<Vote>> {
+/**
+ * The acquire requests still out when the lock was granted, by node (`votes` of the last round:
+ * acquire, or fencing write-back); each leaves the map when its acquire reply arrives.
+ */
+function stragglers(votes: NodeVote[], acquired: Promise<Vote>[]): Map<number, Promise<Vote>> {
   const late = new Map<number, Promise<Vote>>();
-  for (const vote of round.votes) {
+  for (const vote of votes) {
     if (vote.outcome !== "unanswered") continue;
-    const reply = round.settled[vote.node];
+    const reply = acquired[vote.node];
     late.set(vote.node, reply);
     void reply.then(() => late.delete(vote.node));
   }

@@ -9,16 +9,29 @@ import type { Vote } from "./vote.ts";
  * const vote = ACQUIRE.vote([1]); // { outcome: "granted" }
  */
 export interface Script {
-  readonly name: "acquire" | "release" | "extend";
+  readonly name: "acquire" | "release" | "extend" | "fence" | "fenced-write";
   readonly lua: string;
   vote(reply: unknown): Vote;
 }
 
-/** ARGV[1] value, ARGV[2] ttl ms. Grants all KEYS or none; refuses with the longest PTTL (-1: no expiry). */
+/** Lua: is decimal string a greater than decimal string b (both canonical, no leading zeros)? */
+const GREATER = `local function greater(a, b)
+  if #a ~= #b then return #a > #b end
+  return a > b
+end
+`;
+
+/**
+ * KEYS[1..n] resources (n = ARGV[3], default #KEYS), then optionally their n fence counters;
+ * ARGV[1] value, ARGV[2] ttl ms. Grants all resources or none; refuses with the longest PTTL
+ * (-1: no expiry). Where it grants and counters are given, it increments each counter and
+ * answers the largest, as an exact decimal string.
+ */
 export const ACQUIRE: Script = {
   name: "acquire",
-  lua: `local held, wait = false, 0
-for i = 1, #KEYS do
+  lua: `${GREATER}local n = tonumber(ARGV[3]) or #KEYS
+local held, wait = false, 0
+for i = 1, n do
   local pttl = redis.call("PTTL", KEYS[i])
   if pttl ~= -2 then
     held = true
@@ -26,7 +39,16 @@ for i = 1, #KEYS do
   end
 end
 if held then return {0, wait} end
-for i = 1, #KEYS do redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2]) end
+local fence = false
+for i = 1, n do
+  redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
+  if KEYS[n + i] then
+    redis.call("INCR", KEYS[n + i])
+    local f = redis.call("GET", KEYS[n + i])
+    if not fence or greater(f, fence) then fence = f end
+  end
+end
+if fence then return {1, fence} end
 return {1}`,
   vote: grantOrRefuse,
 };
@@ -63,13 +85,59 @@ return {1}`,
   vote: grantOrRefuse,
 };
 
-/** `{1}` grants; `{0, pttl}` refuses; nothing else counts. */
+/**
+ * KEYS[1..n] resources, KEYS[n+1..2n] their fence counters; ARGV[1] value, ARGV[2] fencing token.
+ * The write-back round: where the caller still holds every resource, raises each counter to at
+ * least the token; elsewhere refuses.
+ */
+export const FENCE: Script = {
+  name: "fence",
+  lua: `${GREATER}local n = #KEYS / 2
+for i = 1, n do
+  if redis.call("GET", KEYS[i]) ~= ARGV[1] then return {0, redis.call("PTTL", KEYS[i])} end
+end
+for i = 1, n do
+  local f = redis.call("GET", KEYS[n + i])
+  if not f or greater(ARGV[2], f) then redis.call("SET", KEYS[n + i], ARGV[2]) end
+end
+return {1}`,
+  vote: grantOrRefuse,
+};
+
+/**
+ * KEYS[1] a resource's data key, KEYS[2] the highest token it has accepted; ARGV[1] token, ARGV[2]
+ * value. Writes the value only if the token is at least the highest accepted, and records it.
+ * Answers 1 (written) or 0 (stale token).
+ */
+export const FENCED_WRITE: Script = {
+  name: "fenced-write",
+  lua: `${GREATER}local seen = redis.call("GET", KEYS[2])
+if seen and greater(seen, ARGV[1]) then return 0 end
+redis.call("SET", KEYS[2], ARGV[1])
+redis.call("SET", KEYS[1], ARGV[2])
+return 1`,
+  vote(reply) {
+    if (reply === 1) return { outcome: "granted" };
+    if (reply === 0) return { outcome: "denied" };
+    return unexpected(reply);
+  },
+};
+
+/** `{1}` or `{1, fence}` grants; `{0, pttl}` refuses; nothing else counts. */
 function grantOrRefuse(reply: unknown): Vote {
   if (!Array.isArray(reply)) return unexpected(reply);
   if (reply.length === 1 && reply[0] === 1) return { outcome: "granted" };
-  if (reply.length === 2 && reply[0] === 0 && isInteger(reply[1]) && reply[1] >= -1) return { outcome: "denied", pttl: reply[1] };
+  if (reply.length === 2 && reply[0] === 1) {
+    const fence = typeof reply[1] === "number" && Number.isSafeInteger(reply[1]) ? String(reply[1]) : reply[1];
+    if (typeof fence === "string" && DECIMAL.test(fence)) return { outcome: "granted", fence };
+    return unexpected(reply);
+  }
+  if (reply.length === 2 && reply[0] === 0 && isInteger(reply[1]) && reply[1] >= -2) return { outcome: "denied", pttl: reply[1] };
   return unexpected(reply);
 }
+
+/** A canonical non-negative decimal integer. */
+export const DECIMAL = /^(0|[1-9][0-9]*)$/;
 
 function isInteger(value: unknown): value is number {
   return typeof value === "number" && Number.isInteger(value);

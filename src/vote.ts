@@ -3,13 +3,14 @@
 /**
  * One node's answer. `granted`: the script did what was asked on this node. `denied`: the node
  * answered and refused (another value holds a key; `pttl` is its remaining time in ms, -1 when it
- * has no expiry). `error`: no usable answer (timeout, network, HTTP status, unparsable or unexpected
+ * has no expiry, -2 when the key is absent). A grant from a fencing acquire carries the node's
+ * counter as `fence` (a decimal string). `error`: no usable answer (timeout, network, HTTP status, unparsable or unexpected
  * reply) — never a vote for.
  * @example
  * const vote: Vote = { outcome: "denied", pttl: 4200 };
  */
 export type Vote =
-  | { outcome: "granted" }
+  | { outcome: "granted"; fence?: string }
   | { outcome: "denied"; pttl?: number }
   | { outcome: "error"; cause: string };
 

@@ -23,6 +23,12 @@ export class SimNode implements RedlockNode {
   /** Latency of each request (ms); the script runs when the request arrives, after this. */
   latency: number | ((request: SimRequest) => number) = 1;
   readonly requests: SimRequest[] = [];
+  /** A request the caller gave up on still runs when it arrives (the network delivered it anyway). */
+  deliverLate = false;
+  /** Negative control: answer the fencing write-back round without raising any counter. */
+  ignoreFenceWriteBack = false;
+  /** Fence counters: never expire, survive crashes (the node keeps its data). */
+  readonly counters = new Map<string, bigint>();
   #store = new Map<string, { value: string; expiresAt: number }>();
   #clock: VirtualClock;
 
@@ -62,7 +68,7 @@ export class SimNode implements RedlockNode {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
       const onAbort = () => {
-        cancel();
+        if (!this.deliverLate) cancel();
         request.cutAt = this.#clock.now();
         reject(signal.reason);
       };
@@ -72,7 +78,7 @@ export class SimNode implements RedlockNode {
           ? () => {}
           : this.#clock.schedule(latency, () => {
               signal.removeEventListener("abort", onAbort);
-              if (mode === "down") return reject(new TypeError("fetch failed"));
+              if (mode === "down" || this.mode === "down") return reject(new TypeError("fetch failed"));
               if (mode === "garbage") return resolve({ html: "<h1>502</h1>" });
               request.ranAt = this.#clock.now();
               resolve(this.#execute(script.name, keys, args));
@@ -84,9 +90,27 @@ export class SimNode implements RedlockNode {
     const [value, ttlText] = args;
     const ttl = Number(ttlText);
     if (name === "acquire") {
-      const pttls = keys.map((key) => this.pttl(key)).filter((pttl) => pttl !== -2);
+      const n = Number(args[2] ?? keys.length);
+      const resources = keys.slice(0, n);
+      const pttls = resources.map((key) => this.pttl(key)).filter((pttl) => pttl !== -2);
       if (pttls.length > 0) return [0, Math.max(...pttls)];
-      for (const key of keys) this.set(key, value, ttl);
+      let fence: bigint | undefined;
+      resources.forEach((key, i) => {
+        this.set(key, value, ttl);
+        const counter = keys[n + i];
+        if (counter === undefined) return;
+        const next = (this.counters.get(counter) ?? 0n) + 1n;
+        this.counters.set(counter, next);
+        if (fence === undefined || next > fence) fence = next;
+      });
+      return fence === undefined ? [1] : [1, String(fence)];
+    }
+    if (name === "fence") {
+      const n = keys.length / 2;
+      for (const key of keys.slice(0, n)) if (this.get(key) !== value) return [0, this.pttl(key)];
+      if (this.ignoreFenceWriteBack) return [1];
+      const token = BigInt(args[1]);
+      for (const counter of keys.slice(n)) if ((this.counters.get(counter) ?? 0n) < token) this.counters.set(counter, token);
       return [1];
     }
     if (name === "release") {

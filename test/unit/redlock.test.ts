@@ -256,3 +256,34 @@ describe("invalid input", () => {
     for (const make of sync) expect(make).toThrow(InvalidArgumentError);
   });
 });
+
+describe("fencing", () => {
+  it("runs the write-back round after the grant and returns the largest counter of the granting nodes", async () => {
+    const { clock, nodes, redlock } = setup();
+    nodes[2].counters.set("edge-redlock:fence:k", 41n);
+    const lock = await clock.run(redlock.acquire(["k"], 1_000, { fencing: true }));
+    expect(lock.fence).toBe("42");
+    await clock.drain();
+    expect(nodes.map((n) => n.requests.map((r) => r.script))).toEqual(Array(5).fill(["acquire", "fence"]));
+    // The write-back round is decided at a quorum; the two stragglers are cut before they land here.
+    expect(nodes.map((n) => n.counters.get("edge-redlock:fence:k"))).toEqual([42n, 42n, 42n, 1n, 1n]);
+  });
+
+  it("fails the attempt, and releases, when the caller lost the key on a majority before the write-back", async () => {
+    const { clock, nodes, redlock } = setup({ retryCount: 0 });
+    for (const n of nodes) n.latency = (r) => (r.script === "fence" ? 50 : 1);
+    clock.schedule(20, () => nodes.slice(0, 3).forEach((n) => n.set("k", "thief", 5_000)));
+    const error = (await clock.run(redlock.acquire(["k"], 1_000, { fencing: true })).catch((e: unknown) => e)) as LockAcquisitionError;
+    expect(error).toBeInstanceOf(LockAcquisitionError);
+    expect(error.reason).toBe("held");
+    await clock.drain();
+    expect(holders(nodes, "k")).toEqual(["thief", "thief", "thief", undefined, undefined]);
+  });
+
+  it("does not count a write-back that completes after the validity", async () => {
+    const { clock, nodes, redlock } = setup({ retryCount: 0, nodeTimeout: 999 });
+    for (const n of nodes) n.latency = (r) => (r.script === "fence" ? 990 : 1);
+    const error = (await clock.run(redlock.acquire(["k"], 1_000, { fencing: true })).catch((e: unknown) => e)) as LockAcquisitionError;
+    expect(error.reason).toBe("expired");
+  });
+});

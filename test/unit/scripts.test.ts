@@ -9,7 +9,9 @@ describe("replies become votes only in their exact shape", () => {
       expect(script.vote([1])).toEqual({ outcome: "granted" });
       expect(script.vote([0, 1234])).toEqual({ outcome: "denied", pttl: 1234 });
       expect(script.vote([0, -1])).toEqual({ outcome: "denied", pttl: -1 });
-      for (const reply of [1, "OK", "1", [1, 2], ["1"], [true], [0], [0, "5"], [0, -3], [0, 1.5], [2], null, undefined, {}, { result: [1] }, "<html>"]) {
+      expect(script.vote([1, "18446744073709551617"])).toEqual({ outcome: "granted", fence: "18446744073709551617" });
+      expect(script.vote([1, 7])).toEqual({ outcome: "granted", fence: "7" });
+      for (const reply of [1, "OK", "1", [1, "x"], [1, "007"], [1, -1], [1, 1.5], [1, "1", 2], ["1"], [true], [0], [0, "5"], [0, -3], [0, 1.5], [2], null, undefined, {}, { result: [1] }, "<html>"]) {
         expect(script.vote(reply).outcome, JSON.stringify(reply)).toBe("error");
       }
     }

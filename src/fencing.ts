@@ -1,0 +1,64 @@
+// Fencing tokens: the per-resource counter keys, the token arithmetic, and the resource-side guarded write.
+import { InvalidArgumentError } from "./errors.ts";
+import type { ScriptClient } from "./node.ts";
+import { DECIMAL, FENCED_WRITE } from "./scripts.ts";
+
+/** Prefix of the per-resource counter keys on the lock nodes (they never expire). */
+export const FENCE_PREFIX = "edge-redlock:fence:";
+
+/**
+ * The counter key of a resource on the lock nodes.
+ * @example
+ * fenceKey("orders:42"); // "edge-redlock:fence:orders:42"
+ */
+export function fenceKey(resource: string): string {
+  return FENCE_PREFIX + resource;
+}
+
+/**
+ * Compares two fencing tokens (canonical decimal strings) exactly: negative, 0 or positive.
+ * @example
+ * compareFences("10", "9"); // 1
+ */
+export function compareFences(a: string, b: string): number {
+  const x = BigInt(a);
+  const y = BigInt(b);
+  return x === y ? 0 : x > y ? 1 : -1;
+}
+
+/**
+ * The largest of some fencing tokens.
+ * @example
+ * maxFence(["3", "12", "7"]); // "12"
+ */
+export function maxFence(fences: string[]): string {
+  return fences.reduce((max, fence) => (compareFences(fence, max) > 0 ? fence : max));
+}
+
+/** Options of {@link fencedWrite}. */
+export interface FencedWriteOptions {
+  /** Where the resource keeps the highest token it accepted. Default: `${key}:fence`. */
+  tokenKey?: string;
+}
+
+/**
+ * The resource side of fencing: writes `value` to `key` only if `fence` is at least the highest
+ * token this resource has accepted, and records it — one atomic script. A holder that paused past
+ * its validity and lost the lock to a newer holder gets `false` here once the newer holder wrote.
+ * @param redis an `@upstash/redis` client (or any client with `eval`) of the database that holds the resource
+ * @returns whether the write was accepted
+ * @example
+ * const lock = await redlock.acquire(["invoice:7"], 10_000, { fencing: true });
+ * const accepted = await fencedWrite(db, "invoice:7", JSON.stringify(invoice), lock.fence!);
+ * if (!accepted) throw new Error("a newer holder wrote first");
+ */
+export async function fencedWrite(redis: Pick<ScriptClient, "eval">, key: string, value: string, fence: string, options: FencedWriteOptions = {}): Promise<boolean> {
+  if (typeof key !== "string" || key === "") throw new InvalidArgumentError("key", "must be a non-empty string");
+  if (typeof value !== "string") throw new InvalidArgumentError("value", "must be a string");
+  if (typeof fence !== "string" || !DECIMAL.test(fence)) throw new InvalidArgumentError("fence", "must be a fencing token (a decimal string)");
+  const tokenKey = options.tokenKey ?? `${key}:fence`;
+  const reply = await redis.eval(FENCED_WRITE.lua, [key, tokenKey], [fence, value]);
+  const vote = FENCED_WRITE.vote(typeof reply === "string" && DECIMAL.test(reply) ? Number(reply) : reply);
+  if (vote.outcome === "error") throw new Error(`fencedWrite: ${vote.cause}`);
+  return vote.outcome === "granted";
+}

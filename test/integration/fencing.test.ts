@@ -1,0 +1,62 @@
+import { Redis } from "@upstash/redis";
+import { describe, expect, it } from "vitest";
+import { Redlock, compareFences, fenceKey, fencedWrite } from "../../src/index.ts";
+import { useCluster } from "./fixture.ts";
+
+const env = useCluster();
+const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) => new Redlock(env.cluster.nodes, { nodeTimeout: 100, ...options });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("fencing tokens on the real cluster", () => {
+  it("successive holders get strictly increasing tokens, at the cost of one more request per node", async () => {
+    const rl = redlock();
+    await (await rl.acquire(["warm"], 5_000, { fencing: true })).release();
+    await Promise.all(env.admins.map((a) => a.resetCounters()));
+    const fences: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const lock = await rl.acquire(["invoice:1"], 5_000, { fencing: true });
+      expect(lock.fence).toMatch(/^[1-9][0-9]*$/);
+      fences.push(lock.fence!);
+      await lock.release();
+    }
+    for (let i = 1; i < fences.length; i++) expect(compareFences(fences[i], fences[i - 1])).toBe(1);
+    await sleep(20);
+    const states = await Promise.all(env.admins.map((a) => a.state()));
+    // per cycle and node: acquire + write-back + release
+    for (const s of states) expect(s.counters.received).toBe(5 * 3);
+  });
+
+  it("tokens are exact beyond 2^53 (decimal strings, never floats)", async () => {
+    for (const tcp of env.tcp) await tcp.set(fenceKey("big"), "9007199254740993");
+    const lock = await redlock().acquire(["big"], 5_000, { fencing: true });
+    expect(lock.fence).toBe("9007199254740994");
+    await sleep(20);
+    for (const tcp of env.tcp) expect(await tcp.get(fenceKey("big"))).toBe("9007199254740994");
+  });
+
+  it("a multi-resource lock gets one token, above every earlier token of each of its keys", async () => {
+    const rl = redlock();
+    for (let i = 0; i < 3; i++) await (await rl.acquire(["a"], 5_000, { fencing: true })).release();
+    const b = await rl.acquire(["b"], 5_000, { fencing: true });
+    await b.release();
+    const a = await rl.acquire(["a"], 5_000, { fencing: true });
+    await a.release();
+    const lastA = a.fence!;
+    await (await rl.acquire(["zz"], 5_000)).release();
+    const both = await rl.acquire(["a", "b"], 5_000, { fencing: true });
+    expect(compareFences(both.fence!, lastA)).toBe(1);
+    expect(compareFences(both.fence!, b.fence!)).toBe(1);
+  });
+
+  it("a client that pauses past its validity gets its guarded write rejected after the next holder wrote", async () => {
+    const db = new Redis({ url: env.cluster.nodes[0].url, token: env.cluster.nodes[0].token });
+    const a = await redlock().acquire(["doc"], 400, { fencing: true });
+    await sleep(500); // A "pauses" (GC, frozen isolate) past its validity, without knowing
+    const b = await redlock({ retryCount: 20, retryDelay: 50 }).acquire(["doc"], 5_000, { fencing: true });
+    expect(compareFences(b.fence!, a.fence!)).toBe(1);
+    expect(await fencedWrite(db, "doc:data", "written by B", b.fence!)).toBe(true);
+    expect(await fencedWrite(db, "doc:data", "written by A", a.fence!)).toBe(false); // A wakes up and tries
+    expect(await db.get("doc:data")).toBe("written by B");
+    expect(await fencedWrite(db, "doc:data", "B again", b.fence!)).toBe(true); // the same token may write again
+  });
+});
