@@ -56,6 +56,8 @@ export class Bridge {
   counters: Counters = emptyCounters();
   /** Hook for process controls, set by the cluster. */
   onAdmin?: (action: string) => Promise<unknown>;
+  /** Called after every fault change (the cluster mirrors latency and hang onto its TCP proxy). */
+  onFaults?: (faults: Faults) => void;
 
   #shared: Redis;
   #idle: Redis[] = [];
@@ -109,6 +111,7 @@ export class Bridge {
   setFaults(patch: Partial<Faults>): void {
     this.faults = { ...this.faults, ...patch };
     if (!this.faults.hang) this.#releaseHung();
+    this.onFaults?.(this.faults);
   }
 
   resetCounters(): void {

@@ -2,7 +2,7 @@
 import { startCluster } from "./cluster.ts";
 
 const nodes = Number(process.argv.find((arg) => arg.startsWith("--nodes="))?.split("=")[1] ?? 5);
-const cluster = await startCluster({ nodes });
+const cluster = await startCluster({ nodes, tcpProxy: process.argv.includes("--tcp-proxy") });
 process.stdout.write(JSON.stringify({ nodes: cluster.nodes }, null, 2) + "\n");
 process.stderr.write(`${nodes} nodes running. Ctrl-C to stop.\n`);
 

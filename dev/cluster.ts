@@ -1,6 +1,7 @@
 // N real redis-server processes, each behind its own Upstash-compatible REST bridge.
 import { randomBytes } from "node:crypto";
 import { Bridge } from "./bridge.ts";
+import { TcpProxy } from "./tcp-proxy.ts";
 import { RedisProcess, ensureRedisServer, freePort } from "./redis-server.ts";
 
 /** How to reach one node of the local cluster. */
@@ -11,8 +12,10 @@ export interface ClusterNode {
   token: string;
   /** Plain Redis TCP URL of the redis-server behind the bridge. */
   redisUrl: string;
-  /** Fault-injection API of the bridge (see dev/README.md). */
+  /** Fault-injection API of the bridge (see the README). */
   adminUrl: string;
+  /** With `tcpProxy: true`: a TCP proxy to the redis-server that takes the same latency and hang faults. */
+  proxyUrl?: string;
 }
 
 /** A running local cluster. */
@@ -30,6 +33,8 @@ export interface ClusterOptions {
   nodes?: number;
   /** Bearer token for every bridge (default: random). */
   token?: string;
+  /** Also put a fault-injecting TCP proxy in front of each redis-server (for TCP clients in benchmarks). */
+  tcpProxy?: boolean;
 }
 
 const running = new Set<Cluster>();
@@ -50,13 +55,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
 
   const servers: RedisProcess[] = [];
   const bridges: Bridge[] = [];
+  const proxies: TcpProxy[] = [];
   const cluster: Cluster = {
     nodes: [],
     bridges,
     servers,
     async stop() {
       running.delete(cluster);
-      await Promise.all(bridges.map((bridge) => bridge.stop()));
+      await Promise.all([...bridges.map((bridge) => bridge.stop()), ...proxies.map((proxy) => proxy.stop())]);
       await Promise.all(servers.map((server) => server.kill()));
     },
   };
@@ -68,6 +74,12 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         servers[index] = server;
         await server.start();
         const bridge = new Bridge({ redisPort: server.port, token });
+        if (options.tcpProxy) {
+          const proxy = new TcpProxy(server.port);
+          await proxy.start();
+          proxies[index] = proxy;
+          bridge.onFaults = (faults) => proxy.setFaults({ latencyMs: faults.latencyMs, hang: faults.hang });
+        }
         bridge.onAdmin = async (action) => {
           const result = await controlRedis(server, action);
           if (action === "restart" || action === "resume") await bridge.ready();
@@ -86,6 +98,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     token,
     redisUrl: servers[index].url,
     adminUrl: bridge.adminUrl,
+    ...(proxies[index] ? { proxyUrl: proxies[index].url } : {}),
   }));
   return cluster;
 }

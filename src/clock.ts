@@ -13,8 +13,14 @@ export interface Clock {
   epoch(): number;
   /** Waits `ms`; rejects with `signal.reason` when `signal` aborts first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
-  /** A signal that aborts with a `TimeoutError` after `ms`. */
-  timeout(ms: number): AbortSignal;
+  /** A signal that aborts with a `TimeoutError` after `ms`, unless `clear` is called first. */
+  timeout(ms: number): Deadline;
+}
+
+/** A per-request timeout that can be cleared once the request settled. */
+export interface Deadline {
+  signal: AbortSignal;
+  clear(): void;
 }
 
 const monotonic: () => number =
@@ -43,14 +49,20 @@ export const systemClock: Clock = {
       signal?.addEventListener("abort", onAbort, { once: true });
     });
   },
-  timeout: (ms) => AbortSignal.timeout(ms),
+  // Not AbortSignal.timeout: its timer cannot be cleared, so every finished request would still fire
+  // (and allocate) a TimeoutError later. Clearing the timer keeps a round's cost to its requests.
+  timeout(ms) {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new DOMException("node request timed out", "TimeoutError")), ms);
+    return { signal: controller.signal, clear: () => clearTimeout(timer) };
+  },
 };
 
 /**
  * Aborts when any of the given signals aborts, with that signal's reason.
  * Uses `AbortSignal.any` where the runtime has it.
  * @example
- * const signal = anySignal([clock.timeout(500), callerSignal]);
+ * const signal = anySignal([clock.timeout(500).signal, callerSignal]);
  */
 export function anySignal(signals: (AbortSignal | undefined)[]): AbortSignal {
   const present = signals.filter((s): s is AbortSignal => s !== undefined);

@@ -39,7 +39,8 @@ export interface ScriptClient {
 /**
  * A node over `@upstash/redis`. Given `{ url, token }`, it builds the client the lock needs:
  * no client retries (the lock's retry loop is the only one), no auto-pipelining (one request now,
- * not in a later microtask), no automatic deserialization, and the per-request signal wired into
+ * not in a later microtask), no automatic deserialization, no base64 response encoding, no
+ * read-your-writes token (every command is a script on the primary), and the per-request signal wired into
  * `fetch` so a timed-out request is really cancelled. Given a `Redis` instance, it uses it as is and
  * stops waiting when the signal aborts (see the README for the settings such an instance needs).
  * @example
@@ -60,6 +61,10 @@ export function upstashNode(target: NodeConfig | ScriptClient, label?: string): 
     enableAutoPipelining: false,
     automaticDeserialization: false,
     enableTelemetry: false,
+    // The replies are integers and decimal strings: base64 would only cost CPU on both ends.
+    responseEncoding: false,
+    // Every command is a script on the primary: the sync-token header buys nothing here.
+    readYourWrites: false,
     // @upstash/redis calls this synchronously when it starts a request; `withSignal` sets it just before.
     signal: () => nextSignal ?? AbortSignal.abort(new Error("request outside a lock round")),
   });

@@ -65,11 +65,13 @@ export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<
       else errors++;
     };
     const settled = Array.from({ length: count }, (_, node) => {
-      const signal = anySignal([clock.timeout(nodeTimeout), options.signal, cancelStragglers ? stop.signal : undefined]);
+      const deadline = clock.timeout(nodeTimeout);
+      const signal = anySignal([deadline.signal, options.signal, cancelStragglers ? stop.signal : undefined]);
       return Promise.resolve()
         .then(() => ask(node, signal))
         .catch((error: unknown): Vote => ({ outcome: "error", cause: String((error as Error)?.name ?? "error") }))
         .then((vote) => {
+          deadline.clear();
           if (decided) return vote;
           votes[node] = vote;
           tally(vote);

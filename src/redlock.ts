@@ -227,7 +227,8 @@ export class Redlock {
   }
 
   #ask(node: number, script: Script, keys: string[], args: string[]): Promise<Vote> {
-    return castVote(this.nodes[node], script, keys, args, this.#clock.timeout(this.options.nodeTimeout));
+    const deadline = this.#clock.timeout(this.options.nodeTimeout);
+    return castVote(this.nodes[node], script, keys, args, deadline.signal).finally(deadline.clear);
   }
 
   /** Releases each node once its acquire reply is in, except nodes that denied (they set nothing). */

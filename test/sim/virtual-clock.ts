@@ -45,10 +45,10 @@ export class VirtualClock implements Clock {
     });
   }
 
-  timeout(ms: number): AbortSignal {
+  timeout(ms: number): { signal: AbortSignal; clear(): void } {
     const controller = new AbortController();
-    this.schedule(ms, () => controller.abort(new DOMException("virtual timeout", "TimeoutError")));
-    return controller.signal;
+    const clear = this.schedule(ms, () => controller.abort(new DOMException("virtual timeout", "TimeoutError")));
+    return { signal: controller.signal, clear };
   }
 
   /** Runs until `promise` settles, advancing time to the next timer whenever nothing else can happen. */

@@ -1,0 +1,139 @@
+// The implementations compared, behind one shape: acquire a key, release it.
+import { Lock as UpstashLock } from "@upstash/lock";
+import { Redis as UpstashRedis } from "@upstash/redis";
+import { Redis as IORedis } from "ioredis";
+import NodeRedlock from "redlock";
+import type { ClusterNode } from "../dev/cluster.ts";
+import { ACQUIRE, RELEASE, Redlock, scriptShaOf, type RedlockOptions } from "./lib.ts";
+
+export interface Held {
+  release(): Promise<unknown>;
+}
+
+/** One implementation under test. `acquire` resolves with a handle, or rejects when not acquired. */
+export interface Impl {
+  name: string;
+  acquire(key: string, ttl: number, options?: { wait?: number }): Promise<Held>;
+  close(): Promise<void>;
+}
+
+export interface ImplOptions {
+  nodeTimeout: number;
+  retryDelay: number;
+  retryJitter: number;
+}
+
+/** The physical floor: raw fetch carrying the same scripts to the same bridges, fanned out and decided the same way. */
+export async function floorImpl(nodes: ClusterNode[], options: ImplOptions): Promise<Impl> {
+  const [acquireSha, releaseSha] = await Promise.all([scriptShaOf(ACQUIRE), scriptShaOf(RELEASE)]);
+  const quorum = Math.floor(nodes.length / 2) + 1;
+  const call = (node: ClusterNode, body: unknown[]) => {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), options.nodeTimeout);
+    return fetch(node.url, { method: "POST", headers: { authorization: `Bearer ${node.token}` }, body: JSON.stringify(body), signal: controller.signal })
+      .then((r) => r.json() as Promise<{ result?: unknown }>)
+      .finally(() => clearTimeout(timer));
+  };
+  for (const node of nodes) {
+    await call(node, ["script", "load", ACQUIRE.lua]);
+    await call(node, ["script", "load", RELEASE.lua]);
+  }
+  const value = () => crypto.randomUUID();
+  const once = (key: string, ttl: number): Promise<string> => {
+    const v = value();
+    return new Promise((resolve, reject) => {
+      let yes = 0;
+      let no = 0;
+      for (const node of nodes) {
+        call(node, ["evalsha", acquireSha, 1, key, v, ttl])
+          .then((r) => Array.isArray(r.result) && r.result.length === 1 && r.result[0] === 1, () => false)
+          .then((granted) => {
+            if (granted) yes++;
+            else no++;
+            if (yes === quorum) resolve(v);
+            if (no === nodes.length - quorum + 1) {
+              void release(key, v);
+              reject(new Error("not acquired"));
+            }
+          });
+      }
+    });
+  };
+  const release = (key: string, v: string) => Promise.all(nodes.map((node) => call(node, ["evalsha", releaseSha, 1, key, v]).catch(() => null)));
+  return {
+    name: "floor",
+    async acquire(key, ttl, { wait = 0 } = {}) {
+      const deadline = performance.now() + wait;
+      for (;;) {
+        try {
+          const v = await once(key, ttl);
+          return { release: () => release(key, v) };
+        } catch (error) {
+          const delay = options.retryDelay + (Math.random() * 2 - 1) * options.retryJitter;
+          if (performance.now() + delay > deadline) throw error;
+          await new Promise((r) => setTimeout(r, delay));
+        }
+      }
+    },
+    close: async () => {},
+  };
+}
+
+export function edgeRedlockImpl(nodes: ClusterNode[], options: ImplOptions, name = "edge-redlock", extra: RedlockOptions = {}): Impl {
+  const redlock = new Redlock(nodes, { nodeTimeout: options.nodeTimeout, retryDelay: options.retryDelay, retryJitter: options.retryJitter, ...extra });
+  return {
+    name,
+    async acquire(key, ttl, { wait = 0 } = {}) {
+      const lock = await redlock.acquire([key], ttl, wait > 0 ? { retryCount: -1, maxWait: wait } : { retryCount: 0 });
+      return { release: () => lock.release() };
+    },
+    close: async () => {},
+  };
+}
+
+/** node-redlock 5.0.0-beta.2 over ioredis, through the TCP proxies (same faults as the bridges). */
+export function nodeRedlockImpl(nodes: ClusterNode[], options: ImplOptions): Impl {
+  const clients = nodes.map((node) => {
+    const client = new IORedis(node.proxyUrl!, { maxRetriesPerRequest: 0, enableOfflineQueue: true });
+    client.on("error", () => {});
+    return client;
+  });
+  const redlock = new NodeRedlock(clients, { retryCount: 0, retryDelay: options.retryDelay, retryJitter: options.retryJitter, driftFactor: 0.01 });
+  redlock.on("error", () => {});
+  return {
+    name: "node-redlock",
+    async acquire(key, ttl, { wait = 0 } = {}) {
+      const retryCount = wait > 0 ? Math.ceil(wait / Math.max(1, options.retryDelay - options.retryJitter)) : 0;
+      const deadline = performance.now() + wait;
+      for (;;) {
+        try {
+          const lock = await redlock.acquire([key], ttl, { retryCount: 0 });
+          return { release: () => lock.release().catch(() => null) };
+        } catch (error) {
+          const delay = options.retryDelay + (Math.random() * 2 - 1) * options.retryJitter;
+          if (retryCount === 0 || performance.now() + delay > deadline) throw error;
+          await new Promise((r) => setTimeout(r, delay));
+        }
+      }
+    },
+    close: async () => {
+      for (const client of clients) client.disconnect();
+    },
+  };
+}
+
+/** @upstash/lock on one database (node 1) through its bridge: no quorum, for reference. */
+export function upstashLockImpl(nodes: ClusterNode[], options: ImplOptions): Impl {
+  const redis = new UpstashRedis({ url: nodes[0].url, token: nodes[0].token, retry: { retries: 0 }, enableTelemetry: false });
+  return {
+    name: "upstash-lock",
+    async acquire(key, ttl, { wait = 0 } = {}) {
+      const lock = new UpstashLock({ id: key, redis, lease: ttl });
+      // @upstash/lock counts every try in `attempts` (0 would never try).
+      const attempts = 1 + (wait > 0 ? Math.ceil(wait / Math.max(1, options.retryDelay)) : 0);
+      if (!(await lock.acquire({ lease: ttl, retry: { attempts, delay: options.retryDelay } }))) throw new Error("not acquired");
+      return { release: () => lock.release() };
+    },
+    close: async () => {},
+  };
+}

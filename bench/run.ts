@@ -1,0 +1,236 @@
+// `npm run bench [-- --quick]`: every implementation against the same local five-node cluster, in one run.
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { cpus, totalmem } from "node:os";
+import { Redis as IORedis } from "ioredis";
+import { nodeAdmin } from "../dev/admin.ts";
+import type { ClusterNode } from "../dev/cluster.ts";
+import { edgeRedlockImpl, floorImpl, nodeRedlockImpl, upstashLockImpl, type Impl, type ImplOptions } from "./impls.ts";
+import { percentile, round, table } from "./stats.ts";
+
+const quick = process.argv.includes("--quick");
+const SIZE = quick
+  ? { healthy: 60, slow: 12, hung: 5, contentionMs: 3_000, throughputMs: 2_500 }
+  : { healthy: 400, slow: 40, hung: 15, contentionMs: 12_000, throughputMs: 8_000 };
+const TTL = 10_000;
+const HUNG_CAP_MS = 1_500;
+const OPTIONS: ImplOptions = { nodeTimeout: 500, retryDelay: 200, retryJitter: 100 };
+
+type Result = { p50Ms?: number; p99Ms?: number; cpuUsPerCycle?: number; opsPerSec?: number; idleGapP50Ms?: number; idleGapP99Ms?: number; requestsPerGrant?: number; releaseP50Ms?: number; releaseP99Ms?: number; capped?: number; note?: string };
+const results: Record<string, Record<string, Result>> = {};
+const record = (scenario: string, impl: string, result: Result) => ((results[scenario] ??= {})[impl] = result);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const started = performance.now();
+
+// The cluster runs in its own process, so the client CPU measured here is the clients' alone.
+const child = spawn(process.execPath, ["dev/cli.ts", "--nodes=5", "--tcp-proxy"], { stdio: ["ignore", "pipe", "inherit"] });
+const nodes = await new Promise<ClusterNode[]>((resolve, reject) => {
+  let out = "";
+  child.stdout.on("data", (chunk) => {
+    out += String(chunk);
+    try {
+      resolve((JSON.parse(out) as { nodes: ClusterNode[] }).nodes);
+    } catch {
+      // not complete yet
+    }
+  });
+  child.once("exit", (code) => reject(new Error(`cluster exited (${code})`)));
+});
+const admins = nodes.map((n) => nodeAdmin(n.adminUrl));
+const direct = nodes.map((n) => new IORedis(n.redisUrl));
+
+const impls: Impl[] = [
+  await floorImpl(nodes, OPTIONS),
+  edgeRedlockImpl(nodes, OPTIONS),
+  nodeRedlockImpl(nodes, OPTIONS),
+  upstashLockImpl(nodes, OPTIONS),
+];
+const tuned = edgeRedlockImpl(nodes, { ...OPTIONS, retryDelay: 30, retryJitter: 25 }, "edge-redlock-tuned");
+
+async function resetFaults(): Promise<void> {
+  await Promise.all(admins.map((a) => a.reset()));
+}
+
+/** Redis commands processed on all five nodes (minus the INFO calls that read it). */
+async function commandsProcessed(): Promise<number> {
+  const infos = await Promise.all(direct.map((r) => r.info("stats")));
+  return infos.reduce((sum, info) => sum + Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0) - 1, 0);
+}
+
+async function warm(impl: Impl, cycles: number): Promise<void> {
+  for (let i = 0; i < cycles; i++) await (await impl.acquire(`warm:${impl.name}:${i}`, TTL)).release();
+}
+
+/** Interleaved rounds (order alternating) so JIT warm-up and machine noise hit every implementation alike. */
+async function healthy(all: Impl[]): Promise<void> {
+  for (const impl of all) await warm(impl, quick ? 30 : 100);
+  const samples = new Map<string, number[]>(all.map((impl) => [impl.name, []]));
+  const cpu = new Map<string, number>(all.map((impl) => [impl.name, 0]));
+  const rounds = 4;
+  for (let r = 0; r < rounds; r++) {
+    for (const impl of r % 2 ? [...all].reverse() : all) {
+      const before = process.cpuUsage();
+      for (let i = 0; i < SIZE.healthy / rounds; i++) {
+        const t = performance.now();
+        await (await impl.acquire(`healthy:${impl.name}:${r}:${i}`, TTL)).release();
+        samples.get(impl.name)!.push(performance.now() - t);
+      }
+      const used = process.cpuUsage(before);
+      cpu.set(impl.name, cpu.get(impl.name)! + used.user + used.system);
+    }
+  }
+  for (const impl of all) {
+    const s = samples.get(impl.name)!;
+    record("healthy", impl.name, { p50Ms: percentile(s, 50), p99Ms: percentile(s, 99), cpuUsPerCycle: cpu.get(impl.name)! / s.length });
+  }
+}
+
+async function slowMinority(impl: Impl): Promise<void> {
+  await Promise.all([admins[3].faults({ latencyMs: 250 }), admins[4].faults({ latencyMs: 250 })]);
+  const samples: number[] = [];
+  const releases: Promise<unknown>[] = [];
+  for (let i = 0; i < SIZE.slow; i++) {
+    const t = performance.now();
+    const held = await impl.acquire(`slow:${impl.name}:${i}`, TTL);
+    samples.push(performance.now() - t);
+    releases.push(held.release().catch(() => null));
+  }
+  await Promise.all(releases);
+  await resetFaults();
+  record("slow-minority", impl.name, { p50Ms: percentile(samples, 50), p99Ms: percentile(samples, 99) });
+}
+
+async function hungNode(impl: Impl): Promise<void> {
+  await admins[4].faults({ hang: true });
+  const acquire: number[] = [];
+  const release: number[] = [];
+  let capped = 0;
+  for (let i = 0; i < SIZE.hung; i++) {
+    let t = performance.now();
+    const held = await impl.acquire(`hung:${impl.name}:${i}`, TTL);
+    acquire.push(performance.now() - t);
+    t = performance.now();
+    const outcome = await Promise.race([held.release().then(() => "done", () => "done"), sleep(HUNG_CAP_MS).then(() => "capped")]);
+    if (outcome === "capped") capped++;
+    release.push(performance.now() - t);
+  }
+  await resetFaults();
+  await sleep(50);
+  record("hung-node", impl.name, {
+    p50Ms: percentile(acquire, 50),
+    p99Ms: percentile(acquire, 99),
+    releaseP50Ms: percentile(release, 50),
+    releaseP99Ms: percentile(release, 99),
+    ...(capped ? { capped, note: `release never returned in ${capped}/${SIZE.hung} cycles: cut at ${HUNG_CAP_MS} ms` } : {}),
+  });
+}
+
+async function contention(impl: Impl): Promise<void> {
+  const key = `contention:${impl.name}`;
+  const deadline = performance.now() + SIZE.contentionMs;
+  const grants: { at: number; releasedAt: number }[] = [];
+  const before = await commandsProcessed();
+  const contender = async () => {
+    while (performance.now() < deadline) {
+      const wait = deadline - performance.now();
+      let held;
+      try {
+        held = await impl.acquire(key, TTL, { wait });
+      } catch {
+        continue;
+      }
+      const at = performance.now();
+      await sleep(5); // the critical section
+      const releasedAt = performance.now();
+      grants.push({ at, releasedAt });
+      await held.release();
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, contender));
+  const requests = (await commandsProcessed()) - before;
+  grants.sort((a, b) => a.at - b.at);
+  const gaps = grants.slice(1).map((g, i) => g.at - grants[i].releasedAt);
+  record("contention", impl.name, {
+    opsPerSec: grants.length / (SIZE.contentionMs / 1000),
+    idleGapP50Ms: percentile(gaps, 50),
+    idleGapP99Ms: percentile(gaps, 99),
+    requestsPerGrant: requests / Math.max(1, grants.length),
+  });
+  await sleep(200);
+}
+
+async function throughput(impl: Impl): Promise<void> {
+  const deadline = performance.now() + SIZE.throughputMs;
+  const samples: number[] = [];
+  let n = 0;
+  const worker = async (w: number) => {
+    while (performance.now() < deadline) {
+      const t = performance.now();
+      await (await impl.acquire(`tp:${impl.name}:${w}:${n++}`, TTL)).release();
+      samples.push(performance.now() - t);
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, (_, w) => worker(w)));
+  record("throughput", impl.name, { opsPerSec: samples.length / (SIZE.throughputMs / 1000), p50Ms: percentile(samples, 50), p99Ms: percentile(samples, 99) });
+}
+
+try {
+  await healthy(impls);
+  for (const impl of impls) await slowMinority(impl);
+  for (const impl of impls) await hungNode(impl);
+  for (const impl of [...impls, tuned]) await contention(impl);
+  for (const impl of impls) await throughput(impl);
+} finally {
+  await Promise.all([...impls, tuned].map((impl) => impl.close()));
+  for (const r of direct) r.disconnect();
+  child.kill("SIGTERM");
+}
+
+// Ratios of p50 (or ops/s for contention and throughput) to the floor and to node-redlock, from this run.
+for (const scenario of Object.values(results)) {
+  const metric = (r: Result) => r.p50Ms ?? r.opsPerSec;
+  for (const r of Object.values(scenario) as (Result & { vsFloor?: number; vsNodeRedlock?: number })[]) {
+    const floor = scenario.floor && metric(scenario.floor);
+    const nr = scenario["node-redlock"] && metric(scenario["node-redlock"]);
+    if (floor && metric(r) !== undefined) r.vsFloor = round(metric(r)! / floor, 3);
+    if (nr && metric(r) !== undefined) r.vsNodeRedlock = round(metric(r)! / nr, 3);
+  }
+}
+
+const rows: (string | number)[][] = [];
+for (const [scenario, byImpl] of Object.entries(results)) {
+  for (const [impl, r] of Object.entries(byImpl) as [string, Result & { vsFloor?: number; vsNodeRedlock?: number }][]) {
+    rows.push([
+      scenario,
+      impl,
+      r.p50Ms ?? "",
+      r.p99Ms ?? "",
+      r.opsPerSec ?? "",
+      r.cpuUsPerCycle ?? "",
+      r.releaseP50Ms ?? "",
+      r.idleGapP50Ms ?? "",
+      r.idleGapP99Ms ?? "",
+      r.requestsPerGrant ?? "",
+      r.vsFloor ?? "",
+      r.vsNodeRedlock ?? "",
+    ]);
+  }
+}
+const machine = { cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, memoryGiB: round(totalmem() / 2 ** 30, 1), node: process.version, platform: `${process.platform}-${process.arch}` };
+process.stdout.write(
+  table(["scenario", "impl", "p50 ms", "p99 ms", "ops/s", "cpu µs/cycle", "release p50", "gap p50", "gap p99", "cmds/grant", "×floor", "×node-redlock"], rows) + "\n",
+);
+const healthyEdge = results.healthy?.["edge-redlock"];
+const slowEdge = results["slow-minority"]?.["edge-redlock"];
+const hungEdge = results["hung-node"]?.["edge-redlock"];
+process.stdout.write(
+  `\ntargets (edge-redlock): healthy p50 ${round(healthyEdge.p50Ms! / results.healthy.floor.p50Ms!, 3)}× floor (≤ 1.10); ` +
+    `slow-minority p50 ${round(slowEdge.p50Ms! / healthyEdge.p50Ms!, 3)}× healthy (≤ 1.25); ` +
+    `hung-node release p50 ${round(hungEdge.releaseP50Ms!, 1)} ms (≤ ${OPTIONS.nodeTimeout + 20}); ` +
+    `CPU ${round(healthyEdge.cpuUsPerCycle! / results.healthy.floor.cpuUsPerCycle!, 3)}× floor (≤ 1.10)\n`,
+);
+for (const scenario of Object.values(results)) for (const r of Object.values(scenario)) for (const k of Object.keys(r) as (keyof Result)[]) if (typeof r[k] === "number") (r as Record<string, unknown>)[k] = round(r[k] as number, 3);
+writeFileSync("bench/results.json", JSON.stringify({ machine, date: new Date().toISOString(), quick, scenarios: results }, null, 2) + "\n");
+process.stdout.write(`\nwrote bench/results.json (${quick ? "quick" : "full"} run, ${round((performance.now() - started) / 1000, 1)} s)\n`);
+process.exit(0);
