@@ -24,8 +24,9 @@ end
 /**
  * KEYS[1..n] resources (n = ARGV[3], default #KEYS), then optionally their n fence counters;
  * ARGV[1] value, ARGV[2] ttl ms. Grants all resources or none; refuses with the longest PTTL
- * (-1: no expiry). Where it grants and counters are given, it increments each counter and
- * answers the largest, as an exact decimal string.
+ * (-1: no expiry). Where it grants and counters are given, it advances each counter to
+ * max(counter + 1, the node's clock in µs) — so a node that restarted empty still answers more than
+ * it did before — and answers the largest, as an exact decimal string.
  */
 export const ACQUIRE: Script = {
   name: "acquire",
@@ -39,12 +40,20 @@ for i = 1, n do
   end
 end
 if held then return {0, wait} end
-local fence = false
+local fence, now = false, false
 for i = 1, n do
   redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
   if KEYS[n + i] then
+    if not now then
+      local t = redis.call("TIME")
+      now = t[1] .. string.format("%06d", tonumber(t[2]))
+    end
     redis.call("INCR", KEYS[n + i])
     local f = redis.call("GET", KEYS[n + i])
+    if greater(now, f) then
+      redis.call("SET", KEYS[n + i], now)
+      f = now
+    end
     if not fence or greater(f, fence) then fence = f end
   end
 end

@@ -27,6 +27,8 @@ export class SimNode implements RedlockNode {
   deliverLate = false;
   /** Negative control: answer the fencing write-back round without raising any counter. */
   ignoreFenceWriteBack = false;
+  /** This node's clock runs ahead (+) or behind (−) the simulation's by this many ms (its TIME). */
+  clockSkewMs = 0;
   /** Fence counters: never expire, survive crashes (the node keeps its data). */
   readonly counters = new Map<string, bigint>();
   #store = new Map<string, { value: string; expiresAt: number }>();
@@ -99,7 +101,9 @@ export class SimNode implements RedlockNode {
         this.set(key, value, ttl);
         const counter = keys[n + i];
         if (counter === undefined) return;
-        const next = (this.counters.get(counter) ?? 0n) + 1n;
+        const timeUs = BigInt(Math.max(0, Math.round((this.#clock.now() + this.clockSkewMs) * 1000)));
+        const incremented = (this.counters.get(counter) ?? 0n) + 1n;
+        const next = incremented > timeUs ? incremented : timeUs;
         this.counters.set(counter, next);
         if (fence === undefined || next > fence) fence = next;
       });

@@ -1,5 +1,5 @@
-// Property: for arbitrary schedules of acquisitions, expirations, node crashes (without data loss) and
-// message delays, successive holders' fencing tokens strictly increase — and the same property fails
+// Property: for arbitrary schedules of acquisitions, expirations, node crashes (without data loss),
+// message delays and node clock skews, successive holders' fencing tokens strictly increase — and the same property fails
 // when the write-back round is disabled (the negative control proves the property can fail).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -18,6 +18,8 @@ const scenarioArb = fc.record({
   /** Per-request latencies in ms, used in turn; above NODE_TIMEOUT the caller gives up but the request still lands. */
   latencies: fc.array(fc.oneof(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 41, max: 250 })), { minLength: 1, maxLength: 300 }),
   crashes: fc.array(fc.record({ node: fc.nat(4), at: fc.nat(4_000), duration: fc.integer({ min: 10, max: 1_500 }) }), { maxLength: 4 }),
+  /** Each node's clock offset (ms): the acquire script floors counters at the node's clock. */
+  skews: fc.array(fc.integer({ min: -2_000, max: 2_000 }), { minLength: 5, maxLength: 5 }),
 });
 type Scenario = typeof scenarioArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -33,7 +35,8 @@ async function simulate(scenario: Scenario, writeBack: boolean): Promise<Hold[]>
   const clock = new VirtualClock();
   const nodes = simCluster(clock);
   let request = 0;
-  for (const node of nodes) {
+  for (const [i, node] of nodes.entries()) {
+    node.clockSkewMs = scenario.skews[i];
     node.deliverLate = true;
     node.ignoreFenceWriteBack = !writeBack;
     node.latency = () => scenario.latencies[request++ % scenario.latencies.length];

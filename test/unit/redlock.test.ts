@@ -260,13 +260,14 @@ describe("invalid input", () => {
 describe("fencing", () => {
   it("runs the write-back round after the grant and returns the largest counter of the granting nodes", async () => {
     const { clock, nodes, redlock } = setup();
-    nodes[2].counters.set("edge-redlock:fence:k", 41n);
+    await clock.advance(5); // node clocks read 5 ms = 5000 µs: a fresh counter starts there
+    nodes[2].counters.set("edge-redlock:fence:k", 9_041n);
     const lock = await clock.run(redlock.acquire(["k"], 1_000, { fencing: true }));
-    expect(lock.fence).toBe("42");
+    expect(lock.fence).toBe("9042");
     await clock.drain();
     expect(nodes.map((n) => n.requests.map((r) => r.script))).toEqual(Array(5).fill(["acquire", "fence"]));
     // The write-back round is decided at a quorum; the two stragglers are cut before they land here.
-    expect(nodes.map((n) => n.counters.get("edge-redlock:fence:k"))).toEqual([42n, 42n, 42n, 1n, 1n]);
+    expect(nodes.map((n) => n.counters.get("edge-redlock:fence:k"))).toEqual([9_042n, 9_042n, 9_042n, 6_000n, 6_000n]);
   });
 
   it("fails the attempt, and releases, when the caller lost the key on a majority before the write-back", async () => {
