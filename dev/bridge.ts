@@ -304,9 +304,9 @@ function toResults(replies: [Error | null, unknown][] | null, base64: boolean): 
   return replies.map(([error, reply]) => (error ? { error: errorText(error) } : { result: encodeReply(reply, base64) }));
 }
 
+/** Anything but a reply from Redis itself (ioredis' ReplyError) means the server could not be reached. */
 function isConnectionError(error: unknown): boolean {
-  const text = errorText(error);
-  return /Connection is closed|Stream isn't writeable|ECONNREFUSED|ECONNRESET|enableOfflineQueue/.test(text);
+  return (error as Error)?.name !== "ReplyError";
 }
 
 function isLoopback(req: IncomingMessage): boolean {

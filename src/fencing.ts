@@ -1,7 +1,7 @@
 // Fencing tokens: the per-resource counter keys, the token arithmetic, and the resource-side guarded write.
 import { InvalidArgumentError } from "./errors.ts";
 import type { ScriptClient } from "./node.ts";
-import { DECIMAL, FENCED_WRITE } from "./scripts.ts";
+import { DECIMAL, FENCED_READ, FENCED_WRITE } from "./scripts.ts";
 
 /** Prefix of the per-resource counter keys on the lock nodes (they never expire). */
 export const FENCE_PREFIX = "edge-redlock:fence:";
@@ -53,12 +53,42 @@ export interface FencedWriteOptions {
  * if (!accepted) throw new Error("a newer holder wrote first");
  */
 export async function fencedWrite(redis: Pick<ScriptClient, "eval">, key: string, value: string, fence: string, options: FencedWriteOptions = {}): Promise<boolean> {
-  if (typeof key !== "string" || key === "") throw new InvalidArgumentError("key", "must be a non-empty string");
   if (typeof value !== "string") throw new InvalidArgumentError("value", "must be a string");
-  if (typeof fence !== "string" || !DECIMAL.test(fence)) throw new InvalidArgumentError("fence", "must be a fencing token (a decimal string)");
-  const tokenKey = options.tokenKey ?? `${key}:fence`;
+  const tokenKey = checkFenced(key, fence, options);
   const reply = await redis.eval(FENCED_WRITE.lua, [key, tokenKey], [fence, value]);
   const vote = FENCED_WRITE.vote(typeof reply === "string" && DECIMAL.test(reply) ? Number(reply) : reply);
   if (vote.outcome === "error") throw new Error(`fencedWrite: ${vote.cause}`);
   return vote.outcome === "granted";
+}
+
+/**
+ * The read half of a fenced read-modify-write: reads `key` only if `fence` is at least the highest
+ * token the resource has accepted, and records `fence` — so once a newer holder has read, an older
+ * holder's write is refused even if the newer one has not written yet.
+ * @returns `{ accepted: false }` for a stale token, else `{ accepted: true, value }` (null when unset)
+ * @example
+ * const read = await fencedRead(db, "counter", lock.fence!);
+ * if (read.accepted) await fencedWrite(db, "counter", String(Number(read.value ?? 0) + 1), lock.fence!);
+ */
+export async function fencedRead(
+  redis: Pick<ScriptClient, "eval">,
+  key: string,
+  fence: string,
+  options: FencedWriteOptions = {},
+): Promise<{ accepted: true; value: string | null } | { accepted: false }> {
+  const tokenKey = checkFenced(key, fence, options);
+  const reply = await redis.eval(FENCED_READ.lua, [key, tokenKey], [fence]);
+  const vote = FENCED_READ.vote(reply);
+  if (vote.outcome === "error") throw new Error(`fencedRead: ${vote.cause}`);
+  if (vote.outcome === "denied") return { accepted: false };
+  const value = (reply as unknown[])[1];
+  return { accepted: true, value: value === null || value === undefined ? null : String(value) };
+}
+
+function checkFenced(key: unknown, fence: unknown, options: FencedWriteOptions): string {
+  if (typeof key !== "string" || key === "") throw new InvalidArgumentError("key", "must be a non-empty string");
+  if (typeof fence !== "string" || !DECIMAL.test(fence)) throw new InvalidArgumentError("fence", "must be a fencing token (a decimal string)");
+  const tokenKey = options.tokenKey ?? `${key}:fence`;
+  if (typeof tokenKey !== "string" || tokenKey === "" || tokenKey === key) throw new InvalidArgumentError("options.tokenKey", "must be a non-empty string other than the key");
+  return tokenKey;
 }

@@ -3,7 +3,8 @@ import type { Context, Env, MiddlewareHandler } from "hono";
 import { env as runtimeEnv } from "hono/adapter";
 import { createMiddleware } from "hono/factory";
 import { MissingConfigurationError } from "./env.ts";
-import { LockAcquisitionError, type FailureReason } from "./errors.ts";
+import { InvalidArgumentError, LockAcquisitionError, type FailureReason } from "./errors.ts";
+import { checkDuration } from "./options.ts";
 import { keepLock } from "./keeper.ts";
 import type { Lock } from "./lock.ts";
 import { Redlock } from "./redlock.ts";
@@ -85,6 +86,13 @@ export const redlock = <E extends Env = Env>(
 ): MiddlewareHandler<E & { Variables: RedlockVariables }> => {
   const ttl = options.ttl ?? DEFAULT_TTL;
   const lostHeader = options.lostHeader ?? DEFAULT_LOST_HEADER;
+  // Bad options fail when the route is defined, not on the first request.
+  checkDuration("options.ttl", ttl, 1);
+  if (!Number.isInteger(ttl)) throw new InvalidArgumentError("options.ttl", `must be an integer; got ${ttl}`);
+  if (typeof options.wait === "number") checkDuration("options.wait", options.wait);
+  checkDuration("options.maxHold", options.maxHold, 1);
+  if (typeof lostHeader !== "string" || !/^[A-Za-z0-9-]+$/.test(lostHeader)) throw new InvalidArgumentError("options.lostHeader", "must be a header name");
+  if (typeof key !== "string" && typeof key !== "function" && !Array.isArray(key)) throw new InvalidArgumentError("key", "must be a string, an array of strings or a function");
   return createMiddleware<E & { Variables: RedlockVariables }>(async function redlockMiddleware(c, next) {
     const ctx = c as unknown as Context<E>;
     const resources = [await (typeof key === "function" ? key(ctx) : key)].flat();

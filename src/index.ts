@@ -14,7 +14,7 @@ export {
 } from "./errors.ts";
 export { MissingConfigurationError, envNames, nodesFromEnv, type EnvOptions } from "./env.ts";
 export { upstashNode, type NodeConfig, type RedlockNode, type ScriptClient } from "./node.ts";
-export { ACQUIRE, EXTEND, FENCE, FENCED_WRITE, RELEASE, type Script } from "./scripts.ts";
-export { FENCE_PREFIX, compareFences, fenceKey, fencedWrite, maxFence, type FencedWriteOptions } from "./fencing.ts";
+export { ACQUIRE, EXTEND, FENCE, FENCED_READ, FENCED_WRITE, RELEASE, type Script } from "./scripts.ts";
+export { FENCE_PREFIX, compareFences, fenceKey, fencedRead, fencedWrite, maxFence, type FencedWriteOptions } from "./fencing.ts";
 export { systemClock, type Clock } from "./clock.ts";
 export type { NodeVote, Vote } from "./vote.ts";

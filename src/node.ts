@@ -126,6 +126,7 @@ export function describeFailure(error: unknown, signal: AbortSignal, secrets: st
   const name = err?.name ?? "Error";
   let text = typeof err?.message === "string" ? err.message : String(error);
   if (name === "UpstashJSONParseError") text = "unparsable reply";
+  if (text === "Request did not return a result") return "reply without result";
   text = text.replace(/^Command failed: /, "").split(", command was:")[0];
   for (const secret of secrets) if (secret.length >= 8) text = text.split(secret).join("[redacted]");
   if (text.length > 160) text = text.slice(0, 160) + "…";

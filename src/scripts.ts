@@ -9,7 +9,7 @@ import type { Vote } from "./vote.ts";
  * const vote = ACQUIRE.vote([1]); // { outcome: "granted" }
  */
 export interface Script {
-  readonly name: "acquire" | "release" | "extend" | "fence" | "fenced-write";
+  readonly name: "acquire" | "release" | "extend" | "fence" | "fenced-write" | "fenced-read";
   readonly lua: string;
   vote(reply: unknown): Vote;
 }
@@ -128,6 +128,24 @@ return 1`,
   vote(reply) {
     if (reply === 1) return { outcome: "granted" };
     if (reply === 0) return { outcome: "denied" };
+    return unexpected(reply);
+  },
+};
+
+/**
+ * KEYS[1] a resource's data key, KEYS[2] the highest token it has accepted; ARGV[1] token.
+ * Reads the value only if the token is at least the highest accepted, and records it (so an older
+ * holder's later write is refused). Answers {1, value-or-nil} or {0}.
+ */
+export const FENCED_READ: Script = {
+  name: "fenced-read",
+  lua: `${GREATER}local seen = redis.call("GET", KEYS[2])
+if seen and greater(seen, ARGV[1]) then return {0} end
+redis.call("SET", KEYS[2], ARGV[1])
+return {1, redis.call("GET", KEYS[1])}`,
+  vote(reply) {
+    if (Array.isArray(reply) && reply.length === 1 && reply[0] === 0) return { outcome: "denied" };
+    if (Array.isArray(reply) && reply[0] === 1 && (reply.length === 1 || reply.length === 2)) return { outcome: "granted" };
     return unexpected(reply);
   },
 };

@@ -78,16 +78,22 @@ function tokensIncrease(holds: Hold[]): boolean {
 describe("fencing tokens on the simulator (fast-check)", () => {
   it("successive holders' tokens strictly increase, and validity intervals never overlap", async () => {
     let holders = 0;
+    let compared = 0;
+    const runs = Number(process.env.FC_RUNS ?? 500);
     await fc.assert(
       fc.asyncProperty(scenarioArb, async (scenario) => {
         const holds = await simulate(scenario, true);
         holders += holds.length;
+        if (holds.length >= 2) compared++;
         for (let i = 1; i < holds.length; i++) expect(holds[i].from).toBeGreaterThanOrEqual(holds[i - 1].until);
         expect(tokensIncrease(holds)).toBe(true);
       }),
-      { numRuns: Number(process.env.FC_RUNS ?? 300) },
+      { numRuns: runs },
     );
-    expect(holders).toBeGreaterThan(300); // the schedules did produce holders to compare
+    // The schedules did produce holders to compare (not a vacuous pass).
+    console.log(`fencing property: ${runs} schedules, ${holders} holders, ${compared} schedules with successive holders`);
+    expect(holders).toBeGreaterThan(runs / 2);
+    expect(compared).toBeGreaterThan(runs / 20);
   });
 
   it("negative control: without the write-back round the same property finds a counter-example", async () => {

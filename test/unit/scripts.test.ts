@@ -42,3 +42,15 @@ describe("replies become votes only in their exact shape", () => {
     for (const value of values) expect(value).toMatch(/^[0-9a-f]{40}$/);
   });
 });
+
+describe("randomness in src/", () => {
+  it("uses only crypto.getRandomValues: no Math.random anywhere, 20-byte values", async () => {
+    const { readdirSync, readFileSync } = await import("node:fs");
+    const files = readdirSync("src").filter((f) => f.endsWith(".ts"));
+    expect(files.length).toBeGreaterThan(5);
+    for (const file of files) expect(readFileSync(`src/${file}`, "utf8"), file).not.toMatch(/Math\.random/);
+    const token = readFileSync("src/token.ts", "utf8");
+    expect(token).toMatch(/VALUE_BYTES = 20/);
+    expect(token).toMatch(/crypto\.getRandomValues\(new Uint8Array\(VALUE_BYTES\)\)/);
+  });
+});
