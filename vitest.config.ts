@@ -5,6 +5,7 @@ import { envNames } from "./src/env.ts";
 export default defineConfig({
   test: {
     testTimeout: 30_000,
+    reporters: ["default", ["json", { outputFile: ".tmp/vitest-results.json" }]],
     hookTimeout: 30_000,
     // Each integration file starts its own five redis-server processes; two files at a time fit 2 cores.
     maxWorkers: 2,
