@@ -1,10 +1,9 @@
 // `npm run bench [-- --quick]`: every implementation against the same local five-node cluster, in one run.
-import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { Redis as IORedis } from "ioredis";
 import { nodeAdmin } from "../dev/admin.ts";
-import type { ClusterNode } from "../dev/cluster.ts";
+import { spawnCluster } from "../dev/cluster-process.ts";
 import { edgeRedlockImpl, floorImpl, nodeRedlockImpl, upstashLockImpl, type Impl, type ImplOptions } from "./impls.ts";
 import { percentile, round, table } from "./stats.ts";
 
@@ -24,19 +23,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const started = performance.now();
 
 // The cluster runs in its own process, so the client CPU measured here is the clients' alone.
-const child = spawn(process.execPath, ["dev/cli.ts", "--nodes=5", "--tcp-proxy"], { stdio: ["ignore", "pipe", "inherit"] });
-const nodes = await new Promise<ClusterNode[]>((resolve, reject) => {
-  let out = "";
-  child.stdout.on("data", (chunk) => {
-    out += String(chunk);
-    try {
-      resolve((JSON.parse(out) as { nodes: ClusterNode[] }).nodes);
-    } catch {
-      // not complete yet
-    }
-  });
-  child.once("exit", (code) => reject(new Error(`cluster exited (${code})`)));
-});
+const cluster = await spawnCluster({ nodes: 5, tcpProxy: true });
+const nodes = cluster.nodes;
 const admins = nodes.map((n) => nodeAdmin(n.adminUrl));
 const direct = nodes.map((n) => new IORedis(n.redisUrl));
 
@@ -188,7 +176,7 @@ try {
 } finally {
   await Promise.all([...impls, tuned].map((impl) => impl.close()));
   for (const r of direct) r.disconnect();
-  child.kill("SIGTERM");
+  await cluster.stop();
 }
 
 // Ratios of p50 (or ops/s for contention and throughput) to the floor and to node-redlock, from this run.
