@@ -13,7 +13,7 @@ import { fanOut, type Round } from "./quorum.ts";
 import { ACQUIRE, EXTEND, FENCE, RELEASE, type Script } from "./scripts.ts";
 import { fenceKey, maxFence } from "./fencing.ts";
 import { randomUnit, randomValue } from "./token.ts";
-import type { NodeVote, Vote } from "./vote.ts";
+import type { Vote } from "./vote.ts";
 
 /** One database: `{ url, token }`, an `@upstash/redis` `Redis` instance, or a custom {@link RedlockNode}. */
 export type NodeInput = NodeConfig | ScriptClient | RedlockNode;
@@ -94,11 +94,12 @@ export class Redlock {
         signal?.throwIfAborted();
         const value = randomValue();
         const start = this.#clock.now();
-        let round = await this.#round(ACQUIRE, roundKeys, [value, String(ttl), String(keys.length)], { signal, decideEarly: true, cancelStragglers: false });
-        const acquired = round.settled;
+        const grant = await this.#round(ACQUIRE, roundKeys, [value, String(ttl), String(keys.length)], { signal, decideEarly: true, cancelStragglers: false });
+        let round = grant;
         let fence: string | undefined;
-        if (options.fencing && round.granted >= this.quorum && this.#validity(ttl, start) > 0) {
-          fence = maxFence(round.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
+        if (options.fencing && grant.granted >= this.quorum && this.#validity(ttl, start) > 0) {
+          // Fencing: raise the counters to the token on a quorum that still holds the lock (DESIGN §4).
+          fence = maxFence(grant.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
           round = await this.#round(FENCE, roundKeys, [value, fence], { signal, decideEarly: true, cancelStragglers: true });
         }
         const validity = this.#validity(ttl, start);
@@ -107,11 +108,11 @@ export class Redlock {
             owner: this.#owner,
             deadline: start + ttl - this.#drift(ttl),
             expiresAt: this.#clock.epoch() + validity,
-            stragglers: stragglers(round.votes, acquired),
+            stragglers: stragglers(grant),
           });
         }
         tallies.push(tally(attempt, round, start, this.#clock.now(), validity));
-        cleanups.push(this.#releaseAfter(new Map(acquired.entries()), keys, value));
+        cleanups.push(this.#releaseAfter(new Map(grant.settled.entries()), keys, value));
         signal?.throwIfAborted();
         if (retry.retryCount !== -1 && attempt > retry.retryCount) break;
         const delay = retryDelay(retry.retryDelay, retry.retryJitter);
@@ -271,15 +272,12 @@ function tally(attempt: number, round: Round, start: number, end: number, validi
   return { attempt, granted, denied, errors, elapsedMs: end - start, validityMs: validity, votes };
 }
 
-/**
- * The acquire requests still out when the lock was granted, by node (`votes` of the last round:
- * acquire, or fencing write-back); each leaves the map when its acquire reply arrives.
- */
-function stragglers(votes: NodeVote[], acquired: Promise<Vote>[]): Map<number, Promise<Vote>> {
+/** The acquire requests still out when the round was decided, by node; each leaves the map when its reply arrives. */
+function stragglers(grant: Round): Map<number, Promise<Vote>> {
   const late = new Map<number, Promise<Vote>>();
-  for (const vote of votes) {
+  for (const vote of grant.votes) {
     if (vote.outcome !== "unanswered") continue;
-    const reply = acquired[vote.node];
+    const reply = grant.settled[vote.node];
     late.set(vote.node, reply);
     void reply.then(() => late.delete(vote.node));
   }
