@@ -37,7 +37,11 @@ const replyArb: fc.Arbitrary<Reply> = fc.record({
 });
 
 /** What the protocol calls success: a 2xx status, a JSON object whose result is exactly [1] and no error. */
+/** Statuses whose responses cannot carry a body. */
+const NULL_BODY = new Set([204, 205, 304]);
+
 function isExactSuccess(reply: Reply): boolean {
+  if (NULL_BODY.has(reply.status)) return false;
   if (reply.status < 200 || reply.status > 299 || reply.delivery === "drip-slow" || reply.delivery === "hang") return false;
   try {
     const parsed = JSON.parse(reply.body) as { result?: unknown; error?: unknown };
@@ -52,6 +56,7 @@ function respond(reply: Reply, signal: AbortSignal | null | undefined): Promise<
   if (reply.delivery === "hang") {
     return new Promise((_, reject) => signal?.addEventListener("abort", () => reject(signal.reason)));
   }
+  if (NULL_BODY.has(reply.status)) return Promise.resolve(new Response(null, { status: reply.status }));
   const bytes = new TextEncoder().encode(reply.body);
   if (reply.delivery === "whole") return Promise.resolve(new Response(bytes, { status: reply.status }));
   const chunks = Math.max(1, Math.min(4, bytes.length));
