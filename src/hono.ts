@@ -136,8 +136,8 @@ export const redlock = <E extends Env = Env>(
         const { pending } = await lock.release();
         await pending;
       });
-      const waitUntil = executionContext(c)?.waitUntil.bind(executionContext(c));
-      if (waitUntil) waitUntil(released);
+      const execution = executionContext(c);
+      if (execution) execution.waitUntil(released);
       else await released;
     }
   });
