@@ -27,7 +27,7 @@ export class MissingConfigurationError extends InvalidArgumentError {
 /**
  * Reads `UPSTASH_REDIS_REST_URL_1` … `_N` and `UPSTASH_REDIS_REST_TOKEN_1` … `_N`.
  * @example
- * const nodes = nodesFromEnv(env); // Worker bindings, process.env or Deno.env.toObject()
+ * const nodes = nodesFromEnv(env); // Worker bindings, Node's env object or Deno.env.toObject()
  */
 export function nodesFromEnv(env: Record<string, unknown>, options: EnvOptions = {}): NodeConfig[] {
   if (typeof env !== "object" || env === null) throw new InvalidArgumentError("env", "must be an object of variables");
