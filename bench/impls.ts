@@ -103,7 +103,7 @@ export function nodeRedlockImpl(nodes: ClusterNode[], options: ImplOptions): Imp
   return {
     name: "node-redlock",
     async acquire(key, ttl, { wait = 0 } = {}) {
-      const retryCount = wait > 0 ? Math.ceil(wait / Math.max(1, options.retryDelay - options.retryJitter)) : 0;
+      // The same retry loop as the floor's (node-redlock's own retries keep one value across attempts).
       const deadline = performance.now() + wait;
       for (;;) {
         try {
@@ -111,7 +111,7 @@ export function nodeRedlockImpl(nodes: ClusterNode[], options: ImplOptions): Imp
           return { release: () => lock.release().catch(() => null) };
         } catch (error) {
           const delay = options.retryDelay + (Math.random() * 2 - 1) * options.retryJitter;
-          if (retryCount === 0 || performance.now() + delay > deadline) throw error;
+          if (performance.now() + delay > deadline) throw error;
           await new Promise((r) => setTimeout(r, delay));
         }
       }
