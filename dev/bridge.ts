@@ -29,6 +29,8 @@ export interface Counters {
   abandoned: number;
   /** Requests waiting in a hang or a latency delay right now. */
   waiting: number;
+  /** Requests received and not yet answered or abandoned, right now. */
+  inFlight: number;
   /** Commands run, by lower-case name (pipelines count each command). */
   commands: Record<string, number>;
 }
@@ -115,7 +117,7 @@ export class Bridge {
   }
 
   resetCounters(): void {
-    this.counters = { ...emptyCounters(), waiting: this.counters.waiting };
+    this.counters = { ...emptyCounters(), waiting: this.counters.waiting, inFlight: this.counters.inFlight };
   }
 
   state(): { faults: Faults; counters: Counters } {
@@ -142,6 +144,15 @@ export class Bridge {
   }
 
   async #serveData(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.counters.inFlight++;
+    try {
+      await this.#answer(req, res);
+    } finally {
+      this.counters.inFlight--;
+    }
+  }
+
+  async #answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (!isLoopback(req)) return send(res, 403, { error: "loopback only" });
     this.counters.received++;
     const body = await readBody(req);
@@ -283,7 +294,7 @@ export class Bridge {
 class NotFound extends Error {}
 
 function emptyCounters(): Counters {
-  return { received: 0, answered: 0, abandoned: 0, waiting: 0, commands: {} };
+  return { received: 0, answered: 0, abandoned: 0, waiting: 0, inFlight: 0, commands: {} };
 }
 
 function parseFaults(body: string): Partial<Faults> {

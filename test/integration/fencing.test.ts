@@ -1,7 +1,7 @@
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import { Redlock, compareFences, fenceKey, fencedWrite } from "../../src/index.ts";
-import { useCluster } from "./fixture.ts";
+import { settle, useCluster } from "./fixture.ts";
 
 const env = useCluster();
 const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) => new Redlock(env.cluster.nodes, { nodeTimeout: 100, ...options });
@@ -20,7 +20,7 @@ describe("fencing tokens on the real cluster", () => {
       await lock.release();
     }
     for (let i = 1; i < fences.length; i++) expect(compareFences(fences[i], fences[i - 1])).toBe(1);
-    await sleep(20);
+    await settle(env);
     const states = await Promise.all(env.admins.map((a) => a.state()));
     // per cycle and node: acquire + write-back + release
     for (const s of states) expect(s.counters.received).toBe(5 * 3);
@@ -30,7 +30,7 @@ describe("fencing tokens on the real cluster", () => {
     for (const tcp of env.tcp) await tcp.set(fenceKey("big"), "9007199254740993");
     const lock = await redlock().acquire(["big"], 5_000, { fencing: true });
     expect(lock.fence).toBe("9007199254740994");
-    await sleep(20);
+    await settle(env);
     for (const tcp of env.tcp) expect(await tcp.get(fenceKey("big"))).toBe("9007199254740994");
   });
 

@@ -38,3 +38,14 @@ export function useCluster(nodes = 5): Fixture {
   });
   return fixture;
 }
+
+/** Waits until no request is in flight at any bridge, at most `timeoutMs`. */
+export async function settle(fixture: Fixture, timeoutMs = 3_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const states = await Promise.all(fixture.admins.map((a) => a.state()));
+    if (states.every(({ counters }) => counters.inFlight === 0)) return;
+    if (Date.now() > deadline) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

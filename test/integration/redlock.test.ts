@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, LockExtensionError, Redlock } from "../../src/index.ts";
-import { useCluster } from "./fixture.ts";
+import { settle, useCluster } from "./fixture.ts";
 
 const env = useCluster();
 const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) => new Redlock(env.cluster.nodes, options);
@@ -27,7 +27,7 @@ describe("Redlock on five real redis-server nodes through the REST bridge", () =
 
   it("each node holds the key with the lock's value and a PTTL ≤ ttl (seen over plain TCP)", async () => {
     const lock = await redlock().acquire(["orders:42"], 10_000);
-    await sleep(20); // let the two nodes not needed for the quorum finish too
+    await settle(env); // let the two nodes not needed for the quorum finish too
     for (const tcp of env.tcp) {
       expect(await tcp.get("orders:42")).toBe(lock.value);
       const pttl = await tcp.pttl("orders:42");
@@ -48,7 +48,7 @@ describe("Redlock on five real redis-server nodes through the REST bridge", () =
     await Promise.all(env.admins.map((a) => a.resetCounters()));
 
     const lock = await redlock().acquire(["steady"], 5_000);
-    await sleep(20);
+    await settle(env);
     states = await Promise.all(env.admins.map((a) => a.state()));
     expect(states.map((s) => s.counters.received)).toEqual([1, 1, 1, 1, 1]);
     for (const s of states) expect(s.counters.commands).toEqual({ evalsha: 1 });
@@ -109,7 +109,7 @@ describe("Redlock on five real redis-server nodes through the REST bridge", () =
       expect(votes.filter((v) => v.outcome === "granted").length).toBeLessThanOrEqual(2);
       expect(votes.slice(0, 3).every((v) => v.outcome === "error")).toBe(true);
       await Promise.all(env.admins.map((a) => a.reset()));
-      await sleep(20);
+      await settle(env);
       for (const tcp of env.tcp) expect(await tcp.exists("g")).toBe(0);
     }
   });
@@ -118,7 +118,7 @@ describe("Redlock on five real redis-server nodes through the REST bridge", () =
     const other = await redlock().acquire(["b"], 10_000);
     const error = await redlock({ retryCount: 2, retryDelay: 20 }).acquire(["a", "b", "c"], 10_000).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockAcquisitionError);
-    await sleep(20);
+    await settle(env);
     for (const tcp of env.tcp) {
       expect(await tcp.exists("a", "c")).toBe(0);
       expect(await tcp.get("b")).toBe(other.value);
@@ -145,14 +145,14 @@ describe("Redlock on five real redis-server nodes through the REST bridge", () =
     const before = lock.expiresAt;
     await lock.extend(30_000);
     expect(lock.expiresAt).toBeGreaterThan(before + 20_000);
-    await sleep(20);
+    await settle(env);
     for (const tcp of env.tcp) expect(await tcp.pttl("ext")).toBeGreaterThan(29_000);
   });
 
   it("any string is a key: spaces, unicode, quotes, braces, newlines, Lua-looking text", async () => {
     const keys = ["a b", "ключ-🔒", `quote"'`, "{tag}:x", "line\nbreak", "'); redis.call('FLUSHALL') --", "x".repeat(512)];
     const lock = await redlock().acquire(keys, 5_000);
-    await sleep(20);
+    await settle(env);
     for (const tcp of env.tcp) expect(await tcp.mget(...keys)).toEqual(keys.map(() => lock.value));
     const { released } = await lock.release();
     expect(released).toBe(5);

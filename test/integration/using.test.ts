@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { LockExtensionError, MaxHoldError, Redlock } from "../../src/index.ts";
-import { useCluster } from "./fixture.ts";
+import { settle, useCluster } from "./fixture.ts";
 
 const env = useCluster();
 const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) => new Redlock(env.cluster.nodes, { nodeTimeout: 150, ...options });
@@ -19,14 +19,14 @@ describe("using on the real cluster", () => {
   it("extends automatically while the routine runs (counted at the nodes) and releases after", async () => {
     const rl = redlock();
     await (await rl.acquire(["warm"], 1_000)).release(); // load the scripts
-    await sleep(50);
+    await settle(env);
     await Promise.all(env.admins.map((a) => a.resetCounters()));
     const result = await rl.using(["using:a"], 600, async (signal) => {
       await sleep(1_500);
       return signal.aborted ? "lost" : "kept";
     });
     expect(result).toBe("kept");
-    await sleep(50);
+    await settle(env);
     const evalsha = await extendsAt();
     // 1 acquire + ≥ 4 extensions (every ~300 ms over 1.5 s) + 1 release on every node.
     for (const count of evalsha) expect(count).toBeGreaterThanOrEqual(6);

@@ -48,13 +48,12 @@ describe("inside workerd", () => {
     expect(await (await worker("/stock/wd-widget")).json()).toEqual({ count: 0, reserved: 3 });
   });
 
-  it("fail-fast contention: successes never exceed the stock, the others get 423, stock never negative", async () => {
+  it("fail-fast contention: successes never exceed the stock, the others get 423, the stock stays consistent", async () => {
     await worker("/stock/wd-fast", { method: "PUT", body: JSON.stringify({ count: 2 }) });
     const responses = await Promise.all(Array.from({ length: 5 }, () => worker("/stock/wd-fast/reserve", { method: "POST" })));
     const statuses = responses.map((r) => r.status);
     const ok = statuses.filter((s) => s === 200).length;
-    expect(ok).toBeGreaterThanOrEqual(1);
-    expect(ok).toBeLessThanOrEqual(2);
+    expect(ok).toBeLessThanOrEqual(2); // all five may also lose to a split vote: fail fast means no retry
     expect(statuses.every((s) => s === 200 || s === 423)).toBe(true);
     const stock = (await (await worker("/stock/wd-fast")).json()) as { count: number; reserved: number };
     expect(stock).toEqual({ count: 2 - ok, reserved: ok });
