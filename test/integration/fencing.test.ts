@@ -1,6 +1,6 @@
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
-import { Redlock, compareFences, fenceKey, fencedWrite } from "../../src/index.ts";
+import { Redlock, compareFences, fenceKey, fencedRead, fencedWrite } from "../../src/index.ts";
 import { settle, useCluster } from "./fixture.ts";
 
 const env = useCluster();
@@ -58,6 +58,22 @@ describe("fencing tokens on the real cluster", () => {
     expect(await fencedWrite(db, "doc:data", "written by A", a.fence!)).toBe(false); // A wakes up and tries
     expect(await db.get("doc:data")).toBe("written by B");
     expect(await fencedWrite(db, "doc:data", "B again", b.fence!)).toBe(true); // the same token may write again
+  });
+});
+
+describe("fencedRead", () => {
+  it("records the token before reading, so an older holder's later write is refused before the newer one writes", async () => {
+    const db = new Redis({ url: env.cluster.nodes[0].url, token: env.cluster.nodes[0].token });
+    const older = await redlock().acquire(["rmw"], 400, { fencing: true });
+    const first = await fencedRead(db, "rmw:data", older.fence!);
+    expect(first).toEqual({ accepted: true, value: null });
+    await new Promise((r) => setTimeout(r, 500)); // the older holder pauses past its validity
+    const newer = await redlock({ retryCount: 20, retryDelay: 50 }).acquire(["rmw"], 5_000, { fencing: true });
+    expect(await fencedRead(db, "rmw:data", newer.fence!)).toEqual({ accepted: true, value: null });
+    expect(await fencedWrite(db, "rmw:data", "1", older.fence!)).toBe(false); // refused although the newer one has not written
+    expect(await fencedRead(db, "rmw:data", older.fence!)).toEqual({ accepted: false });
+    expect(await fencedWrite(db, "rmw:data", "1", newer.fence!)).toBe(true);
+    expect(await fencedRead(db, "rmw:data", newer.fence!)).toEqual({ accepted: true, value: "1" });
   });
 });
 

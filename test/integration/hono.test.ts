@@ -58,6 +58,29 @@ describe("redlock() middleware in Node", () => {
     await holder.release();
   });
 
+  it("onBusy and onUnavailable replace the default responses", async () => {
+    const rl = new Redlock(env.cluster.nodes, { nodeTimeout: 150 });
+    const app = new Hono();
+    app.post(
+      "/custom",
+      redlock("lock:custom", {
+        redlock: rl,
+        onBusy: (c, info) => c.json({ busy: info.resources, retryAfterMs: info.retryAfterMs }, 409),
+        onUnavailable: (c, info) => c.json({ down: info.reason }, 502),
+      }),
+      (c) => c.text("ran"),
+    );
+    const holder = await rl.acquire(["lock:custom"], 5_000);
+    const busy = await app.request("/custom", { method: "POST" });
+    expect(busy.status).toBe(409);
+    expect(await busy.json()).toMatchObject({ busy: ["lock:custom"], retryAfterMs: expect.any(Number) });
+    await holder.release();
+    await Promise.all([0, 1, 2].map((i) => env.admins[i].faults({ status: 503 })));
+    const down = await app.request("/custom", { method: "POST" });
+    expect(down.status).toBe(502);
+    expect(await down.json()).toEqual({ down: "unreachable" });
+  });
+
   it("quorum unreachable → 503, distinguishable from busy", async () => {
     await Promise.all([env.admins[0].kill(), env.admins[1].kill(), env.admins[2].kill()]);
     const res = await createApp().request("/jobs/report/run", { method: "POST" });
