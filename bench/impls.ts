@@ -62,21 +62,27 @@ export async function floorImpl(nodes: ClusterNode[], options: ImplOptions): Pro
   const release = (key: string, v: string) => Promise.all(nodes.map((node) => call(node, ["evalsha", releaseSha, 1, key, v]).catch(() => null)));
   return {
     name: "floor",
-    async acquire(key, ttl, { wait = 0 } = {}) {
-      const deadline = performance.now() + wait;
-      for (;;) {
-        try {
-          const v = await once(key, ttl);
-          return { release: () => release(key, v) };
-        } catch (error) {
-          const delay = options.retryDelay + (Math.random() * 2 - 1) * options.retryJitter;
-          if (performance.now() + delay > deadline) throw error;
-          await new Promise((r) => setTimeout(r, delay));
-        }
-      }
-    },
+    acquire: (key, ttl, { wait = 0 } = {}) =>
+      retryFor(wait, options, async () => {
+        const v = await once(key, ttl);
+        return { release: () => release(key, v) };
+      }),
     close: async () => {},
   };
+}
+
+/** Tries `attempt` until it succeeds or the next try would start after `wait` ms, sleeping retryDelay ± retryJitter. */
+async function retryFor(wait: number, options: ImplOptions, attempt: () => Promise<Held>): Promise<Held> {
+  const deadline = performance.now() + wait;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const delay = options.retryDelay + (Math.random() * 2 - 1) * options.retryJitter;
+      if (performance.now() + delay > deadline) throw error;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
 }
 
 export function edgeRedlockImpl(nodes: ClusterNode[], options: ImplOptions, name = "edge-redlock", extra: RedlockOptions = {}): Impl {
@@ -102,20 +108,12 @@ export function nodeRedlockImpl(nodes: ClusterNode[], options: ImplOptions): Imp
   redlock.on("error", () => {});
   return {
     name: "node-redlock",
-    async acquire(key, ttl, { wait = 0 } = {}) {
-      // The same retry loop as the floor's (node-redlock's own retries keep one value across attempts).
-      const deadline = performance.now() + wait;
-      for (;;) {
-        try {
-          const lock = await redlock.acquire([key], ttl, { retryCount: 0 });
-          return { release: () => lock.release().catch(() => null) };
-        } catch (error) {
-          const delay = options.retryDelay + (Math.random() * 2 - 1) * options.retryJitter;
-          if (performance.now() + delay > deadline) throw error;
-          await new Promise((r) => setTimeout(r, delay));
-        }
-      }
-    },
+    // The same retry loop as the floor's (node-redlock's own retries keep one value across attempts).
+    acquire: (key, ttl, { wait = 0 } = {}) =>
+      retryFor(wait, options, async () => {
+        const lock = await redlock.acquire([key], ttl, { retryCount: 0 });
+        return { release: () => lock.release().catch(() => null) };
+      }),
     close: async () => {
       for (const client of clients) client.disconnect();
     },
