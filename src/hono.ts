@@ -4,7 +4,7 @@ import { env as runtimeEnv } from "hono/adapter";
 import { createMiddleware } from "hono/factory";
 import { MissingConfigurationError } from "./env.ts";
 import { InvalidArgumentError, LockAcquisitionError, type FailureReason } from "./errors.ts";
-import { checkDuration } from "./options.ts";
+import { checkDuration, checkTtl } from "./options.ts";
 import { keepLock } from "./keeper.ts";
 import type { Lock } from "./lock.ts";
 import { Redlock } from "./redlock.ts";
@@ -87,8 +87,7 @@ export const redlock = <E extends Env = Env>(
   const ttl = options.ttl ?? DEFAULT_TTL;
   const lostHeader = options.lostHeader ?? DEFAULT_LOST_HEADER;
   // Bad options fail when the route is defined, not on the first request.
-  checkDuration("options.ttl", ttl, 1);
-  if (!Number.isInteger(ttl)) throw new InvalidArgumentError("options.ttl", `must be an integer; got ${ttl}`);
+  checkTtl(ttl, 0);
   if (typeof options.wait === "number") checkDuration("options.wait", options.wait);
   checkDuration("options.maxHold", options.maxHold, 1);
   if (typeof lostHeader !== "string" || !/^[A-Za-z0-9-]+$/.test(lostHeader)) throw new InvalidArgumentError("options.lostHeader", "must be a header name");

@@ -49,7 +49,7 @@ export function keepLock(lock: Lock, options: KeepOptions): Keeper {
       const untilMaxHold = maxHold === undefined ? Infinity : started + maxHold - clock.now();
       if (untilMaxHold <= 0) return end(new MaxHoldError(maxHold as number));
       if (!(await pause(clock, Math.max(0, Math.min(untilExtend, untilMaxHold)), quiet))) return;
-      if (maxHold !== undefined && clock.now() - started >= maxHold) return end(new MaxHoldError(maxHold));
+      if (untilMaxHold <= untilExtend) continue; // woke for maxHold: the check above ends it
       try {
         await lock.extend(ttl);
         extensions++;

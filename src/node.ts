@@ -117,7 +117,7 @@ export async function castVote(node: RedlockNode, script: Script, keys: string[]
 }
 
 /** A short, secret-free description of why a node gave no answer. */
-export function describeFailure(error: unknown, signal: AbortSignal, secrets: string[] = []): string {
+function describeFailure(error: unknown, signal: AbortSignal, secrets: string[] = []): string {
   if (signal.aborted) {
     const reason = signal.reason as { name?: string } | undefined;
     return reason?.name === "TimeoutError" ? "timeout" : "aborted";
