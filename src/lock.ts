@@ -111,12 +111,13 @@ export class Lock {
   }
 
   /**
-   * Releases at the end of an `await using` scope.
+   * Releases at the end of an `await using` scope, and waits for {@link ReleaseResult.pending} too,
+   * so an acquire reply still in flight when the scope ended is undone before the scope is left.
    * @example
    * await using lock = await redlock.acquire(["k"], 5_000);
    */
   async [asyncDispose](): Promise<void> {
-    await this.release();
+    await (await this.release()).pending;
   }
 
   /** Keeps the value out of `JSON.stringify` and logs. */

@@ -128,7 +128,8 @@ export class Redlock {
   /**
    * Runs `routine` while holding a lock on `resources`: acquires, extends automatically when
    * `extendThreshold` ms of validity are left, and releases when the routine ends — also when it
-   * throws. The routine's `signal` aborts the moment the lock is lost (reason: {@link LockExtensionError}),
+   * throws (waiting for {@link ReleaseResult.pending} too, so nothing of the lock is left in flight).
+   * The routine's `signal` aborts the moment the lock is lost (reason: {@link LockExtensionError}),
    * when `maxHold` is reached (reason: {@link MaxHoldError}) or when the caller's signal aborts.
    * Resolves with the routine's value or rejects with its error.
    * @example
@@ -157,7 +158,7 @@ export class Redlock {
       return await routine(anySignal([keeper.signal, options.signal]), lock);
     } finally {
       await keeper.stop();
-      await lock.release();
+      await (await lock.release()).pending;
     }
   }
 
