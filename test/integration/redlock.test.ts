@@ -124,6 +124,7 @@ describe("Redlock on five real redis-server nodes through the REST bridge", () =
       expect(await tcp.get("b")).toBe(other.value);
     }
     const both = await redlock().acquire(["a", "c"], 10_000);
+    await settle(env);
     for (const tcp of env.tcp) expect(await tcp.mget("a", "c")).toEqual([both.value, both.value]);
   });
 
@@ -134,6 +135,7 @@ describe("Redlock on five real redis-server nodes through the REST bridge", () =
     const second = await rl.acquire(["exp"], 10_000);
     const { released } = await first.release();
     expect(released).toBe(0);
+    await settle(env);
     for (const tcp of env.tcp) expect(await tcp.get("exp")).toBe(second.value);
     const error = (await first.extend(1_000).catch((e: unknown) => e)) as LockExtensionError;
     expect(error).toBeInstanceOf(LockExtensionError);
