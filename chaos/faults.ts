@@ -19,6 +19,8 @@ export interface PlannedFault {
   target: number;
   /** ms the fault lasts (for kill-restart: how long the node stays down before its empty restart). */
   duration: number;
+  /** kill-restart only: a second node that crashes at the same moment (a correlated crash, e.g. one zone). */
+  also?: number;
 }
 
 const KINDS: [FaultKind, number][] = [
@@ -43,8 +45,13 @@ export function nextFault(random: () => number, options: { ttl: number; nodes: n
   const kind = KINDS.find(([, weight]) => (pick -= weight) < 0)?.[0] ?? "latency";
   const between = (lo: number, hi: number) => Math.round(lo + random() * (hi - lo));
   switch (kind) {
-    case "kill-restart":
-      return { kind, target: between(0, options.nodes - 1), duration: options.unsafeRestart ? 0 : between(1.5 * options.ttl, 2 * options.ttl) };
+    case "kill-restart": {
+      const target = between(0, options.nodes - 1);
+      const duration = options.unsafeRestart ? 0 : between(1.5 * options.ttl, 2 * options.ttl);
+      // Two in five crashes take a second node down with the first (never a majority: at most two).
+      if (random() >= 0.4) return { kind, target, duration };
+      return { kind, target, duration, also: (target + between(1, options.nodes - 1)) % options.nodes };
+    }
     case "client-stall":
       return { kind, target: between(0, options.clients - 1), duration: between(1.5 * options.ttl, 2.5 * options.ttl) };
     case "pause":

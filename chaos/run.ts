@@ -111,11 +111,15 @@ while (running()) {
     workers[fault.target].postMessage({ stall: fault.duration });
     write({ type: "fault", kind: fault.kind, target: `client ${fault.target}`, at, until: at + fault.duration });
   } else {
+    const targets = fault.also === undefined ? [fault.target] : [fault.target, fault.also];
     const takesDown = fault.kind === "kill-restart" || fault.kind === "pause";
-    if (Date.now() < busyUntil[fault.target] || down.has(fault.target) || (takesDown && down.size >= 2)) continue;
-    busyUntil[fault.target] = Date.now() + fault.duration + 100;
-    write({ type: "fault", kind: fault.kind, target: `node ${fault.target}`, at, until: at + fault.duration });
-    pending.push(inject(fault.kind, fault.target, fault.duration).catch((e: Error) => void process.stderr.write(`fault ${fault.kind} failed: ${e.message}\n`)));
+    const free = targets.every((node) => Date.now() >= busyUntil[node] && !down.has(node));
+    if (!free || (takesDown && down.size + targets.length > 2)) continue;
+    for (const node of targets) busyUntil[node] = Date.now() + fault.duration + 100;
+    write({ type: "fault", kind: fault.kind, target: `node ${targets.join("+")}`, at, until: at + fault.duration });
+    for (const node of targets) {
+      pending.push(inject(fault.kind, node, fault.duration).catch((e: Error) => void process.stderr.write(`fault ${fault.kind} failed: ${e.message}\n`)));
+    }
   }
   if (Date.now() - lastProgress > 10_000) {
     lastProgress = Date.now();
