@@ -197,8 +197,8 @@ try {
 }
 
 // Ratios of p50 (or ops/s for contention and throughput) to the floor and to node-redlock, from this run.
-for (const scenario of Object.values(results)) {
-  const metric = (r: Result) => r.p50Ms ?? r.opsPerSec;
+for (const [name, scenario] of Object.entries(results)) {
+  const metric = (r: Result) => (name === "contention" || name === "throughput" ? r.opsPerSec : r.p50Ms);
   for (const r of Object.values(scenario) as (Result & { vsFloor?: number; vsNodeRedlock?: number })[]) {
     const floor = scenario.floor && metric(scenario.floor);
     const nr = scenario["node-redlock"] && metric(scenario["node-redlock"]);
