@@ -31,3 +31,19 @@ export function nodeAdmin(adminUrl: string) {
     restart: () => call("/redis/restart", {}),
   };
 }
+
+/**
+ * Waits until no data request is in flight at any of the given bridges (at most `timeoutMs`): lets the
+ * requests a decided round left behind land before a test reads every node.
+ * @example
+ * await settle(cluster.nodes.map((n) => nodeAdmin(n.adminUrl)));
+ */
+export async function settle(admins: ReturnType<typeof nodeAdmin>[], timeoutMs = 3_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const states = await Promise.all(admins.map((a) => a.state()));
+    if (states.every(({ counters }) => counters.inFlight === 0)) return;
+    if (Date.now() > deadline) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -1,5 +1,6 @@
 // Runs under the real `bun`: acquire, contend, release against a real cluster started from dev/.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { nodeAdmin, settle } from "../../dev/admin.ts";
 import { startCluster, type Cluster } from "../../dev/cluster.ts";
 import { LockAcquisitionError, Redlock } from "../../src/index.ts";
 
@@ -19,6 +20,7 @@ test("acquire, contend, release under Bun", async () => {
   const error = await b.acquire(["bun:smoke"], 5_000).catch((e: unknown) => e);
   expect(error).toBeInstanceOf(LockAcquisitionError);
   expect((error as LockAcquisitionError).reason).toBe("held");
+  await settle(cluster.nodes.map((n) => nodeAdmin(n.adminUrl))); // every node's acquire has landed
   expect((await lock.release()).released).toBe(5);
   const next = await b.acquire(["bun:smoke"], 5_000);
   expect(next.value).not.toBe(lock.value);

@@ -1,5 +1,6 @@
 // Runs under the real `deno`: the cluster from dev/ (imported here, in Deno), the library, and the demo app on Deno.serve.
 import assert from "node:assert/strict";
+import { settle, nodeAdmin } from "../../dev/admin.ts";
 import { startCluster } from "../../dev/cluster.ts";
 import { LockAcquisitionError, Redlock, envNames } from "../../src/index.ts";
 import { createApp } from "../../worker/app.ts";
@@ -21,6 +22,7 @@ Deno.test("edge-redlock under Deno: library and demo app over HTTP", options, as
       await assert.rejects(redlock.acquire(["deno:lib"], 5_000), LockAcquisitionError);
       await lock.extend(8_000);
       assert.ok(lock.validityMs > 7_000);
+      await settle(cluster.nodes.map((n) => nodeAdmin(n.adminUrl))); // every node's acquire has landed
       assert.equal((await lock.release()).released, 5);
     });
 

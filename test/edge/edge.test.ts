@@ -1,5 +1,6 @@
 // Runs in vitest's edge-runtime environment (@edge-runtime/vm: the Vercel Edge globals).
 import { describe, expect, inject, it } from "vitest";
+import { nodeAdmin, settle } from "../../dev/admin.ts";
 import { LockAcquisitionError, Redlock } from "../../src/index.ts";
 
 const nodes = inject("clusterNodes");
@@ -18,6 +19,7 @@ describe("inside the Vercel Edge runtime", () => {
     expect((error as LockAcquisitionError).reason).toBe("held");
     await lock.extend(9_000);
     expect(lock.validityMs).toBeGreaterThan(8_000);
+    await settle(nodes.map((n) => nodeAdmin(n.adminUrl))); // every node's acquire has landed
     expect((await lock.release()).released).toBe(5);
     const again = await redlock.acquire(["edge:lib"], 5_000);
     await again.release();

@@ -1,7 +1,7 @@
 // One real five-node cluster per test file; faults, counters and data cleared before each test.
 import { Redis as TcpRedis } from "ioredis";
 import { afterAll, beforeAll, beforeEach } from "vitest";
-import { nodeAdmin } from "../../dev/admin.ts";
+import { nodeAdmin, settle as settleAdmins } from "../../dev/admin.ts";
 import { startCluster, type Cluster } from "../../dev/cluster.ts";
 
 export interface Fixture {
@@ -40,12 +40,6 @@ export function useCluster(nodes = 5): Fixture {
 }
 
 /** Waits until no request is in flight at any bridge, at most `timeoutMs`. */
-export async function settle(fixture: Fixture, timeoutMs = 3_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const states = await Promise.all(fixture.admins.map((a) => a.state()));
-    if (states.every(({ counters }) => counters.inFlight === 0)) return;
-    if (Date.now() > deadline) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
+export function settle(fixture: Fixture, timeoutMs = 3_000): Promise<void> {
+  return settleAdmins(fixture.admins, timeoutMs);
 }

@@ -1,7 +1,7 @@
 // Runs inside workerd: the demo worker and the library itself, against the real cluster.
 import { exports } from "cloudflare:workers";
 import { describe, expect, inject, it } from "vitest";
-import { nodeAdmin } from "../../dev/admin.ts";
+import { nodeAdmin, settle } from "../../dev/admin.ts";
 import { LockAcquisitionError, Redlock } from "../../src/index.ts";
 
 const nodes = inject("clusterNodes");
@@ -17,6 +17,7 @@ describe("inside workerd", () => {
     await expect(redlock.acquire(["wd:lib"], 5_000)).rejects.toBeInstanceOf(LockAcquisitionError);
     await lock.extend(8_000);
     expect(lock.validityMs).toBeGreaterThan(7_000);
+    await settle(admins); // every node's acquire has landed, so all five can release
     expect((await lock.release()).released).toBe(5);
   });
 
