@@ -50,15 +50,20 @@ async function warm(impl: Impl, cycles: number): Promise<void> {
   for (let i = 0; i < cycles; i++) await (await impl.acquire(`warm:${impl.name}:${i}`, TTL)).release();
 }
 
+/** One empty sample list per implementation. */
+const perImpl = <T>(all: Impl[], init: () => T) => new Map<string, T>(all.map((impl) => [impl.name, init()]));
+/** The implementations in round `r`'s order: reversed every other round, so none always runs first. */
+const inRoundOrder = (all: Impl[], r: number) => (r % 2 ? [...all].reverse() : all);
+
 /** Interleaved rounds (order alternating) so JIT warm-up and machine noise hit every implementation alike. */
 async function healthy(all: Impl[]): Promise<void> {
   for (const impl of all) await warm(impl, quick ? 30 : 100);
-  const samples = new Map<string, number[]>(all.map((impl) => [impl.name, []]));
-  const acquires = new Map<string, number[]>(all.map((impl) => [impl.name, []]));
-  const cpu = new Map<string, number>(all.map((impl) => [impl.name, 0]));
+  const samples = perImpl<number[]>(all, () => []);
+  const acquires = perImpl<number[]>(all, () => []);
+  const cpu = perImpl(all, () => 0);
   const rounds = quick ? 4 : 12;
   for (let r = 0; r < rounds; r++) {
-    for (const impl of r % 2 ? [...all].reverse() : all) {
+    for (const impl of inRoundOrder(all, r)) {
       const before = process.cpuUsage();
       for (let i = 0; i < SIZE.healthy / rounds; i++) {
         const t = performance.now();
@@ -84,11 +89,11 @@ async function healthy(all: Impl[]): Promise<void> {
  * is awaited (it waits for the slow nodes) so no earlier cycle's requests run during the next acquire.
  */
 async function slowMinority(all: Impl[]): Promise<void> {
-  const slow = new Map<string, number[]>(all.map((impl) => [impl.name, []]));
-  const healthy = new Map<string, number[]>(all.map((impl) => [impl.name, []]));
+  const slow = perImpl<number[]>(all, () => []);
+  const healthy = perImpl<number[]>(all, () => []);
   const rounds = quick ? 2 : 4;
   const batch = async (samples: Map<string, number[]>, tag: string, r: number) => {
-    for (const impl of r % 2 ? [...all].reverse() : all) {
+    for (const impl of inRoundOrder(all, r)) {
       for (let i = 0; i < SIZE.slow / rounds; i++) {
         const t = performance.now();
         const held = await impl.acquire(`${tag}:${impl.name}:${r}:${i}`, TTL);

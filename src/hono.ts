@@ -6,7 +6,7 @@ import { MissingConfigurationError } from "./env.ts";
 import { InvalidArgumentError, LockAcquisitionError, type FailureReason } from "./errors.ts";
 import { checkDuration, checkTtl } from "./options.ts";
 import { keepLock } from "./keeper.ts";
-import type { Lock } from "./lock.ts";
+import { releaseFully, type Lock } from "./lock.ts";
 import { Redlock } from "./redlock.ts";
 
 /** What the middleware hands on as `c.var.lock`. */
@@ -131,10 +131,7 @@ export const redlock = <E extends Env = Env>(
       await next();
     } finally {
       if (keeper.signal.aborted) markLost(c, lostHeader);
-      const released = keeper.stop().then(async () => {
-        const { pending } = await lock.release();
-        await pending;
-      });
+      const released = keeper.stop().then(() => releaseFully(lock));
       const execution = executionContext(c);
       if (execution) execution.waitUntil(released);
       else await released;

@@ -48,6 +48,14 @@ export function lockState(lock: Lock): LockState {
   return state;
 }
 
+/**
+ * @internal Releases `lock` and waits for {@link ReleaseResult.pending} too: nothing of the lock is
+ * left in flight. What `await using`, `using()` and the Hono middleware end with.
+ */
+export async function releaseFully(lock: Lock): Promise<void> {
+  await (await lock.release()).pending;
+}
+
 const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? (Symbol.for("Symbol.asyncDispose") as typeof Symbol.asyncDispose);
 
 /**
@@ -116,8 +124,8 @@ export class Lock {
    * @example
    * await using lock = await redlock.acquire(["k"], 5_000);
    */
-  async [asyncDispose](): Promise<void> {
-    await (await this.release()).pending;
+  [asyncDispose](): Promise<void> {
+    return releaseFully(this);
   }
 
   /** Keeps the value out of `JSON.stringify` and logs. */

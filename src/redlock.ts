@@ -2,7 +2,7 @@
 import { anySignal, type Clock } from "./clock.ts";
 import { nodesFromEnv, type EnvOptions } from "./env.ts";
 import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, type AttemptTally } from "./errors.ts";
-import { Lock, lockState, type ReleaseResult } from "./lock.ts";
+import { Lock, lockState, releaseFully, type ReleaseResult } from "./lock.ts";
 import { castVote, upstashNode, type NodeConfig, type RedlockNode, type ScriptClient } from "./node.ts";
 import {
   checkDuration, checkResources, checkRetry, checkSignal, checkTtl, resolveOptions,
@@ -158,7 +158,7 @@ export class Redlock {
       return await routine(anySignal([keeper.signal, options.signal]), lock);
     } finally {
       await keeper.stop();
-      await (await lock.release()).pending;
+      await releaseFully(lock);
     }
   }
 
