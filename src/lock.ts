@@ -14,8 +14,8 @@ export interface ReleaseResult {
   errors: number;
   votes: NodeVote[];
   /**
-   * Follow-up releases for nodes whose acquire reply was still outstanding at release time (so a
-   * late-landing acquire is undone too). Resolves within nodeTimeout of that reply; never rejects.
+   * Follow-up releases for nodes whose acquire or extend reply was still outstanding at release time
+   * (so a late-landing acquire or extension is undone too). Resolves within nodeTimeout of that reply; never rejects.
    * On Workers, hand it to `ctx.waitUntil`.
    */
   pending: Promise<void>;
@@ -35,7 +35,7 @@ export interface LockState {
   /** Monotonic time at which validity ends. */
   deadline: number;
   expiresAt: number;
-  /** Nodes whose acquire reply was still out when the lock was granted, with that reply to come. */
+  /** Nodes whose acquire or extend reply was still out when that round was decided, with the reply to come. */
   stragglers: Map<number, Promise<Vote>>;
 }
 

@@ -108,7 +108,7 @@ export class Redlock {
             owner: this.#owner,
             deadline: start + ttl - this.#drift(ttl),
             expiresAt: this.#clock.epoch() + validity,
-            stragglers: stragglers(grant),
+            stragglers: trackStragglers(new Map(), grant),
           });
         }
         tallies.push(tally(attempt, round, start, this.#clock.now(), validity));
@@ -201,7 +201,9 @@ export class Redlock {
     const keys = [...lock.resources];
     const start = this.#clock.now();
     if (start >= state.deadline) throw new LockExtensionError(keys);
-    const round = await this.#round(EXTEND, keys, [state.value, String(ttl)], { decideEarly: true, cancelStragglers: true });
+    // Stragglers run on (they move the expiry on the other nodes too); release() waits for them.
+    const round = await this.#round(EXTEND, keys, [state.value, String(ttl)], { decideEarly: true, cancelStragglers: false });
+    trackStragglers(state.stragglers, round);
     const validity = this.#validity(ttl, start);
     if (round.granted < this.quorum || validity <= 0) {
       throw new LockExtensionError(keys, tally(1, round, start, this.#clock.now(), validity));
@@ -273,14 +275,21 @@ function tally(attempt: number, round: Round, start: number, end: number, validi
   return { attempt, granted, denied, errors, elapsedMs: end - start, validityMs: validity, votes };
 }
 
-/** The acquire requests still out when the round was decided, by node; each leaves the map when its reply arrives. */
-function stragglers(grant: Round): Map<number, Promise<Vote>> {
-  const late = new Map<number, Promise<Vote>>();
-  for (const vote of grant.votes) {
+/**
+ * Adds the requests of `round` still out when it was decided to `late`, by node; an entry leaves
+ * once every reply for its node is in. A node's entry resolves `denied` only when every reply
+ * there was `denied` (nothing set), so release skips only nodes where nothing can have landed.
+ */
+function trackStragglers(late: Map<number, Promise<Vote>>, round: Round): Map<number, Promise<Vote>> {
+  for (const vote of round.votes) {
     if (vote.outcome !== "unanswered") continue;
-    const reply = grant.settled[vote.node];
-    late.set(vote.node, reply);
-    void reply.then(() => late.delete(vote.node));
+    const reply = round.settled[vote.node];
+    const earlier = late.get(vote.node);
+    const joined = earlier ? Promise.all([earlier, reply]).then(([a, b]) => (a.outcome === "denied" ? b : a)) : reply;
+    late.set(vote.node, joined);
+    void joined.then(() => {
+      if (late.get(vote.node) === joined) late.delete(vote.node);
+    });
   }
   return late;
 }

@@ -4,7 +4,7 @@ import { Redlock, compareFences, fenceKey, fencedRead, fencedWrite } from "../..
 import { settle, useCluster } from "./fixture.ts";
 
 const env = useCluster();
-const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) => new Redlock(env.cluster.nodes, { nodeTimeout: 100, ...options });
+const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) => new Redlock(env.nodes, { nodeTimeout: 100, ...options });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("fencing tokens on the real cluster", () => {

@@ -3,12 +3,33 @@ import { Redis as TcpRedis } from "ioredis";
 import { afterAll, beforeAll, beforeEach } from "vitest";
 import { nodeAdmin, settle as settleAdmins } from "../../dev/admin.ts";
 import { startCluster, type Cluster } from "../../dev/cluster.ts";
+import { upstashNode, type RedlockNode } from "../../src/index.ts";
 
 export interface Fixture {
   cluster: Cluster;
   admins: ReturnType<typeof nodeAdmin>[];
   /** Plain TCP clients straight to each redis-server. */
   tcp: TcpRedis[];
+  /**
+   * The cluster's nodes as the library sees them (real `@upstash/redis` over the bridges), each request
+   * counted until its reply is in: {@link settle} waits for them, including those a round no longer waited for.
+   */
+  nodes: RedlockNode[];
+  /** Requests sent through {@link Fixture.nodes} whose reply is not in yet. */
+  outstanding: Set<Promise<unknown>>;
+}
+
+function counted(node: RedlockNode, outstanding: Set<Promise<unknown>>): RedlockNode {
+  return {
+    label: node.label,
+    run(script, keys, args, signal) {
+      const reply = node.run(script, keys, args, signal);
+      outstanding.add(reply);
+      const done = () => void outstanding.delete(reply);
+      reply.then(done, done);
+      return reply;
+    },
+  };
 }
 
 export function useCluster(nodes = 5): Fixture {
@@ -16,6 +37,8 @@ export function useCluster(nodes = 5): Fixture {
   beforeAll(async () => {
     fixture.cluster = await startCluster({ nodes });
     fixture.admins = fixture.cluster.nodes.map((n) => nodeAdmin(n.adminUrl));
+    fixture.outstanding = new Set();
+    fixture.nodes = fixture.cluster.nodes.map((n) => counted(upstashNode({ url: n.url, token: n.token }), fixture.outstanding));
     fixture.tcp = fixture.cluster.nodes.map((n) => {
       const client = new TcpRedis(n.redisUrl, { maxRetriesPerRequest: 1, retryStrategy: () => 50 });
       client.on("error", () => {});
@@ -39,7 +62,12 @@ export function useCluster(nodes = 5): Fixture {
   return fixture;
 }
 
-/** Waits until no request is in flight at any bridge, at most `timeoutMs`. */
-export function settle(fixture: Fixture, timeoutMs = 3_000): Promise<void> {
-  return settleAdmins(fixture.admins, timeoutMs);
+/**
+ * Waits until every request sent through {@link Fixture.nodes} has its reply (so it has run on its
+ * node), then until no request is in flight at any bridge (requests a client gave up on may still
+ * be running there), at most `timeoutMs` for the second part.
+ */
+export async function settle(fixture: Fixture, timeoutMs = 3_000): Promise<void> {
+  while (fixture.outstanding.size > 0) await Promise.allSettled([...fixture.outstanding]);
+  await settleAdmins(fixture.admins, timeoutMs);
 }

@@ -48,7 +48,7 @@ describe("redlock() middleware in Node", () => {
   });
 
   it("busy → 423 with a JSON body and Retry-After from the holder's PTTL", async () => {
-    const holder = await new Redlock(env.cluster.nodes).acquire(["lock:stock:busy"], 8_000);
+    const holder = await new Redlock(env.nodes).acquire(["lock:stock:busy"], 8_000);
     const res = await createApp().request("/stock/busy/reserve", { method: "POST" });
     expect(res.status).toBe(423);
     const body = (await res.json()) as { error: string; resource: string; retryAfterMs: number };
@@ -59,7 +59,7 @@ describe("redlock() middleware in Node", () => {
   });
 
   it("onBusy and onUnavailable replace the default responses", async () => {
-    const rl = new Redlock(env.cluster.nodes, { nodeTimeout: 150 });
+    const rl = new Redlock(env.nodes, { nodeTimeout: 150 });
     const app = new Hono();
     app.post(
       "/custom",
@@ -90,7 +90,7 @@ describe("redlock() middleware in Node", () => {
 
   it("releases the lock after the handler, also when it throws", async () => {
     const app = new Hono<{ Variables: RedlockVariables }>();
-    app.post("/boom", redlock("lock:boom", { redlock: new Redlock(env.cluster.nodes) }), () => {
+    app.post("/boom", redlock("lock:boom", { redlock: new Redlock(env.nodes) }), () => {
       throw new Error("handler failed");
     });
     app.onError((error, c) => c.json({ error: error.message }, 500));
@@ -101,7 +101,7 @@ describe("redlock() middleware in Node", () => {
 
   it("hands the release to executionCtx.waitUntil when there is one", async () => {
     const app = new Hono<{ Variables: RedlockVariables }>();
-    app.post("/w", redlock("lock:w", { redlock: new Redlock(env.cluster.nodes) }), (c) => c.json({ expiresAt: c.var.lock.expiresAt }));
+    app.post("/w", redlock("lock:w", { redlock: new Redlock(env.nodes) }), (c) => c.json({ expiresAt: c.var.lock.expiresAt }));
     const waited: Promise<unknown>[] = [];
     const ctx = { waitUntil: (p: Promise<unknown>) => void waited.push(p), passThroughOnException: () => {}, props: {} };
     const res = await app.request("/w", { method: "POST" }, {}, ctx);
@@ -117,7 +117,7 @@ describe("redlock() middleware in Node", () => {
 
   it("extends while the handler runs; a lost lock aborts c.var.lock.signal and marks the response", async () => {
     const app = new Hono<{ Variables: RedlockVariables }>();
-    const rl = new Redlock(env.cluster.nodes, { nodeTimeout: 150 });
+    const rl = new Redlock(env.nodes, { nodeTimeout: 150 });
     app.post("/long", redlock("lock:long", { redlock: rl, ttl: 600 }), async (c) => {
       await sleep(1_000);
       const kept = !c.var.lock.signal.aborted;
@@ -164,7 +164,7 @@ describe("redlock() middleware in Node", () => {
   });
 
   it("status shows, per node, whether a key is locked and its PTTL", async () => {
-    const lock = await new Redlock(env.cluster.nodes).acquire(["lock:status"], 9_000);
+    const lock = await new Redlock(env.nodes).acquire(["lock:status"], 9_000);
     await settle(env);
     const body = (await (await createApp().request("/status/lock:status")).json()) as { lockedOnMajority: boolean; nodes: { locked: boolean; pttl: number }[] };
     expect(body.lockedOnMajority).toBe(true);

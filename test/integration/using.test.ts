@@ -3,7 +3,7 @@ import { LockExtensionError, MaxHoldError, Redlock } from "../../src/index.ts";
 import { settle, useCluster } from "./fixture.ts";
 
 const env = useCluster();
-const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) => new Redlock(env.cluster.nodes, { nodeTimeout: 150, ...options });
+const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) => new Redlock(env.nodes, { nodeTimeout: 150, ...options });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const untilAborted = (signal: AbortSignal, capMs: number) =>
   new Promise<unknown>((resolve) => {

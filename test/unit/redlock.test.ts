@@ -203,6 +203,38 @@ describe("release and extend", () => {
     expect(nodes.slice(0, 3).map((n) => n.pttl("k"))).toEqual([3_000, 3_000, 3_000]);
   });
 
+  it("extend resolves at a quorum and lets the slow node's extension land too", async () => {
+    const { clock, nodes, redlock } = setup({ nodeTimeout: 500 });
+    const lock = await clock.run(redlock.acquire(["k"], 1_000));
+    await clock.drain();
+    nodes[4].latency = (r) => (r.script === "extend" ? 300 : 1);
+    const started = clock.now();
+    await clock.run(lock.extend(3_000));
+    expect(clock.now() - started).toBe(1);
+    await clock.drain();
+    const late = nodes[4].requests.find((r) => r.script === "extend");
+    expect(late?.ranAt).toBe(started + 300);
+    expect(late?.cutAt).toBeUndefined();
+    expect(nodes[4].pttl("k")).toBe(3_000 - (clock.now() - (started + 300)));
+  });
+
+  it("release undoes an extension that lands after it (a re-seed on a node that lost the key)", async () => {
+    const { clock, nodes, redlock } = setup({ nodeTimeout: 500 });
+    const lock = await clock.run(redlock.acquire(["k"], 1_000));
+    await clock.drain();
+    nodes[4].set("k", "gone", 1); // node 4 loses the key: the extension will set it again
+    await clock.advance(2);
+    nodes[4].latency = (r) => (r.script === "extend" ? 300 : 1);
+    await clock.run(lock.extend(3_000));
+    const result = await clock.run(lock.release());
+    expect(result.released).toBe(4);
+    expect(nodes[4].get("k")).toBeUndefined();
+    await clock.run(result.pending);
+    expect(nodes[4].requests.map((r) => r.script)).toEqual(["acquire", "extend", "release", "release"]);
+    await clock.drain();
+    expect(holders(nodes, "k")).toEqual(Array(5).fill(undefined));
+  });
+
   it("extend after expiry fails with LockExtensionError without sending anything", async () => {
     const { clock, nodes, redlock } = setup();
     const lock = await clock.run(redlock.acquire(["k"], 1_000));
