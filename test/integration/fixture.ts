@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach } from "vitest";
 import { nodeAdmin, settle as settleAdmins } from "../../dev/admin.ts";
 import { startCluster, type Cluster } from "../../dev/cluster.ts";
 import { upstashNode, type RedlockNode } from "../../src/index.ts";
+import { ACQUIRE, EXTEND, FENCE, RELEASE } from "../../src/scripts.ts";
 
 export interface Fixture {
   cluster: Cluster;
@@ -60,6 +61,15 @@ export function useCluster(nodes = 5): Fixture {
     await fixture.cluster?.stop();
   });
   return fixture;
+}
+
+/**
+ * Loads the lock's scripts on every node over TCP (each test starts with none), so the next request
+ * of each kind is a single EVALSHA: a test that slows a node down then sees one delay per request,
+ * not two (NOSCRIPT, then EVAL).
+ */
+export async function loadScripts(fixture: Fixture): Promise<void> {
+  await Promise.all(fixture.tcp.flatMap((tcp) => [ACQUIRE, EXTEND, FENCE, RELEASE].map((script) => tcp.script("LOAD", script.lua))));
 }
 
 /**

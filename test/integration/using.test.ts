@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { LockExtensionError, MaxHoldError, Redlock } from "../../src/index.ts";
-import { settle, useCluster } from "./fixture.ts";
+import { loadScripts, settle, useCluster } from "./fixture.ts";
 
 const env = useCluster();
 const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) => new Redlock(env.nodes, { nodeTimeout: 150, ...options });
@@ -83,6 +83,7 @@ describe("using on the real cluster", () => {
   });
 
   it("await using leaves the scope only after a slow node's late acquire was undone", async () => {
+    await loadScripts(env); // one EVALSHA per request: the latency below delays each request once
     await env.admins[4].faults({ latencyMs: 120 }); // node 4's acquire waits at its bridge; 0-3 grant first
     {
       await using lock = await redlock().acquire(["using:late"], 5_000);
@@ -96,6 +97,7 @@ describe("using on the real cluster", () => {
   });
 
   it("using resolves only after a slow node's late acquire was undone", async () => {
+    await loadScripts(env); // one EVALSHA per request: the latency below delays each request once
     await env.admins[4].faults({ latencyMs: 120 });
     const result = await redlock().using(["using:late2"], 5_000, async () => {
       await env.admins[4].faults({ latencyMs: 0 });
@@ -109,6 +111,7 @@ describe("using on the real cluster", () => {
   it("aborting mid-retry returns within one node timeout and leaves no key behind", async () => {
     // Another holder on nodes 0-2; nodes 3-4 free, so every attempt sets keys there and must undo them.
     for (const tcp of env.tcp.slice(0, 3)) await tcp.set("using:g", "third-party", "PX", 10_000);
+    await loadScripts(env); // one EVALSHA per request: the latency below delays each request once
     await env.admins[3].faults({ latencyMs: 100 }); // its acquire lands after the round is decided
     const controller = new AbortController();
     const waiting = redlock({ retryCount: -1, retryDelay: 30, retryJitter: 10 }).acquire(["using:g"], 10_000, { signal: controller.signal });
@@ -120,7 +123,7 @@ describe("using on the real cluster", () => {
     expect(performance.now() - abortedAt).toBeLessThan(150 + 50);
     const attempts = (await env.admins[4].state()).counters.commands.evalsha ?? 0;
     expect(attempts).toBeGreaterThan(3);
-    await sleep(200);
+    await settle(env);
     for (const tcp of env.tcp.slice(3)) expect(await tcp.exists("using:g")).toBe(0);
   });
 });
