@@ -18,12 +18,15 @@ export interface Fixture {
   nodes: RedlockNode[];
   /** Requests sent through {@link Fixture.nodes} whose reply is not in yet. */
   outstanding: Set<Promise<unknown>>;
+  /** Per node, the scripts the library sent through {@link Fixture.nodes} in this test, in order. */
+  sent: string[][];
 }
 
-function counted(node: RedlockNode, outstanding: Set<Promise<unknown>>): RedlockNode {
+function counted(node: RedlockNode, outstanding: Set<Promise<unknown>>, sent: () => string[]): RedlockNode {
   return {
     label: node.label,
     run(script, keys, args, signal) {
+      sent().push(script.name);
       const reply = node.run(script, keys, args, signal);
       outstanding.add(reply);
       const done = () => void outstanding.delete(reply);
@@ -39,7 +42,8 @@ export function useCluster(nodes = 5): Fixture {
     fixture.cluster = await startCluster({ nodes });
     fixture.admins = fixture.cluster.nodes.map((n) => nodeAdmin(n.adminUrl));
     fixture.outstanding = new Set();
-    fixture.nodes = fixture.cluster.nodes.map((n) => counted(upstashNode({ url: n.url, token: n.token }), fixture.outstanding));
+    fixture.sent = fixture.cluster.nodes.map(() => []);
+    fixture.nodes = fixture.cluster.nodes.map((n, i) => counted(upstashNode({ url: n.url, token: n.token }), fixture.outstanding, () => fixture.sent[i]));
     fixture.tcp = fixture.cluster.nodes.map((n) => {
       const client = new TcpRedis(n.redisUrl, { maxRetriesPerRequest: 1, retryStrategy: () => 50 });
       client.on("error", () => {});
@@ -55,6 +59,7 @@ export function useCluster(nodes = 5): Fixture {
     await Promise.all(fixture.tcp.map((c) => c.flushall()));
     await Promise.all(fixture.tcp.map((c) => c.script("FLUSH")));
     await Promise.all(fixture.admins.map((a) => a.resetCounters()));
+    fixture.sent = fixture.cluster.nodes.map(() => []);
   });
   afterAll(async () => {
     for (const client of fixture.tcp ?? []) client.disconnect();
