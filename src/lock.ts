@@ -1,4 +1,5 @@
 // A held lock: what the caller keeps, and what release and extend need.
+/// <reference lib="esnext.disposable" preserve="true" />
 import type { NodeVote, Vote } from "./vote.ts";
 
 /**

@@ -1,0 +1,21 @@
+// A user's project, type-checked against the built package (dist/*.d.ts) through the package's own
+// `exports`: strict, ES2022 + DOM libs only, and skipLibCheck off, so every declaration we ship is checked.
+import { Hono } from "hono";
+import { Redlock, LockAcquisitionError, type Lock, type ReleaseResult } from "edge-redlock";
+import { redlock, type RedlockVariables } from "edge-redlock/hono";
+
+export async function pay(env: Record<string, string>): Promise<number> {
+  const lock: Lock = await Redlock.fromEnv(env).acquire(["orders:42"], 10_000, { fencing: true });
+  try {
+    return lock.expiresAt;
+  } finally {
+    const done: ReleaseResult = await lock.release();
+    await done.pending;
+  }
+}
+
+export const isBusy = (error: unknown): boolean => error instanceof LockAcquisitionError && error.reason === "held";
+
+export const app = new Hono<{ Variables: RedlockVariables }>().post("/orders/:id/pay", redlock((c) => `order:${c.req.param("id")}`, { ttl: 10_000 }), (c) =>
+  c.json({ until: c.var.lock.expiresAt, lost: c.var.lock.signal.aborted }),
+);
