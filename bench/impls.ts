@@ -1,6 +1,7 @@
 // The implementations compared, behind one shape: acquire a key, release it.
 import { Lock as UpstashLock } from "@upstash/lock";
 import { Redis as UpstashRedis } from "@upstash/redis";
+import { Redis as UpstashFetchRedis } from "@upstash/redis/cloudflare";
 import { Redis as IORedis } from "ioredis";
 import NodeRedlock from "redlock";
 import type { ClusterNode } from "../dev/cluster.ts";
@@ -24,7 +25,7 @@ export interface ImplOptions {
 }
 
 /** The physical floor: raw fetch carrying the same scripts to the same bridges, fanned out and decided the same way. */
-export async function floorImpl(nodes: ClusterNode[], options: ImplOptions): Promise<Impl> {
+export async function floorImpl(nodes: ClusterNode[], options: ImplOptions, { loadScripts = true } = {}): Promise<Impl> {
   const [acquireSha, releaseSha] = await Promise.all([scriptShaOf(ACQUIRE), scriptShaOf(RELEASE)]);
   const quorum = Math.floor(nodes.length / 2) + 1;
   const call = (node: ClusterNode, body: unknown[]) => {
@@ -34,7 +35,7 @@ export async function floorImpl(nodes: ClusterNode[], options: ImplOptions): Pro
       .then((r) => r.json() as Promise<{ result?: unknown }>)
       .finally(() => clearTimeout(timer));
   };
-  for (const node of nodes) {
+  for (const node of loadScripts ? nodes : []) {
     await call(node, ["script", "load", ACQUIRE.lua]);
     await call(node, ["script", "load", RELEASE.lua]);
   }
@@ -83,6 +84,60 @@ async function retryFor(wait: number, options: ImplOptions, attempt: () => Promi
       await new Promise((r) => setTimeout(r, delay));
     }
   }
+}
+
+/**
+ * `@upstash/redis` called directly with the floor's fan-out and decision, from the same entry point and
+ * with the same settings as the library's clients: what the library costs on top of its HTTP client
+ * (`bench/where.ts`).
+ */
+export async function upstashDirectImpl(nodes: ClusterNode[], options: ImplOptions): Promise<Impl> {
+  const [acquireSha, releaseSha] = await Promise.all([scriptShaOf(ACQUIRE), scriptShaOf(RELEASE)]);
+  const quorum = Math.floor(nodes.length / 2) + 1;
+  let nextSignal: AbortSignal | undefined;
+  const clients = nodes.map(
+    (node) =>
+      new UpstashFetchRedis({
+        url: node.url,
+        token: node.token,
+        retry: { retries: 0 },
+        enableAutoPipelining: false,
+        automaticDeserialization: false,
+        enableTelemetry: false,
+        responseEncoding: false,
+        readYourWrites: false,
+        signal: () => nextSignal!,
+      }),
+  );
+  const call = (client: UpstashFetchRedis, sha: string, keys: string[], args: string[]) => {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), options.nodeTimeout);
+    nextSignal = controller.signal;
+    const reply = client.evalsha(sha, keys, args);
+    nextSignal = undefined;
+    return reply.finally(() => clearTimeout(timer));
+  };
+  const release = (key: string, v: string) => Promise.all(clients.map((c) => call(c, releaseSha, [key], [v]).catch(() => null)));
+  return {
+    name: "upstash-direct",
+    acquire: (key, ttl) =>
+      new Promise((resolve, reject) => {
+        const v = crypto.randomUUID();
+        let yes = 0;
+        let no = 0;
+        for (const client of clients) {
+          call(client, acquireSha, [key], [v, String(ttl), "1"])
+            .then((r) => Array.isArray(r) && r.length === 1 && r[0] === 1, () => false)
+            .then((granted) => {
+              if (granted) yes++;
+              else no++;
+              if (yes === quorum) resolve({ release: () => release(key, v) });
+              if (no === nodes.length - quorum + 1) reject(new Error("not acquired"));
+            });
+        }
+      }),
+    close: async () => {},
+  };
 }
 
 export function edgeRedlockImpl(nodes: ClusterNode[], options: ImplOptions, name = "edge-redlock", extra: RedlockOptions = {}): Impl {
