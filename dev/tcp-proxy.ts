@@ -65,7 +65,9 @@ export class TcpProxy {
       const arrived = Date.now();
       const { latencyMs, hang } = this.faults;
       previous = previous.then(async () => {
-        if (hang) await new Promise<void>((resolve) => this.#held.push(resolve));
+        // Held if it arrived during a hang that still lasts when its turn comes (a chunk queued behind a
+        // held one must not be held again after the hang was cleared).
+        if (hang && this.faults.hang) await new Promise<void>((resolve) => this.#held.push(resolve));
         const wait = arrived + latencyMs - Date.now();
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         if (!server.destroyed) server.write(chunk);
