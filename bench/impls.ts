@@ -4,6 +4,7 @@ import { Redis as UpstashRedis } from "@upstash/redis";
 import { Redis as UpstashFetchRedis } from "@upstash/redis/cloudflare";
 import { Redis as IORedis } from "ioredis";
 import NodeRedlock from "redlock";
+import { RedlockMutex } from "redis-semaphore";
 import type { ClusterNode } from "../dev/cluster.ts";
 import { ACQUIRE, RELEASE, Redlock, scriptShaOf, type RedlockOptions } from "./lib.ts";
 
@@ -168,6 +169,32 @@ export function nodeRedlockImpl(nodes: ClusterNode[], options: ImplOptions): Imp
       retryFor(wait, options, async () => {
         const lock = await redlock.acquire([key], ttl, { retryCount: 0 });
         return { release: () => lock.release().catch(() => null) };
+      }),
+    close: async () => {
+      for (const client of clients) client.disconnect();
+    },
+  };
+}
+
+/**
+ * redis-semaphore's RedlockMutex over ioredis, through the TCP proxies like node-redlock. It waits for
+ * every node (no early decision) and has no per-node timeout of its own: without ioredis' `commandTimeout`
+ * one hung node blocks every acquire for good (the benchmark hung so), so its clients get
+ * `commandTimeout = nodeTimeout`. Auto-refresh is off (the others do not refresh).
+ */
+export function redisSemaphoreImpl(nodes: ClusterNode[], options: ImplOptions): Impl {
+  const clients = nodes.map((node) => {
+    const client = new IORedis(node.proxyUrl!, { maxRetriesPerRequest: 0, enableOfflineQueue: true, commandTimeout: options.nodeTimeout });
+    client.on("error", () => {});
+    return client;
+  });
+  return {
+    name: "redis-semaphore",
+    acquire: (key, ttl, { wait = 0 } = {}) =>
+      retryFor(wait, options, async () => {
+        const mutex = new RedlockMutex(clients, key, { lockTimeout: ttl, acquireAttemptsLimit: 1, refreshInterval: 0, onLockLost: () => {} });
+        if (!(await mutex.tryAcquire())) throw new Error("not acquired");
+        return { release: () => mutex.release() };
       }),
     close: async () => {
       for (const client of clients) client.disconnect();
