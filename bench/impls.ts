@@ -6,7 +6,7 @@ import { Redis as IORedis } from "ioredis";
 import NodeRedlock from "redlock";
 import { RedlockMutex } from "redis-semaphore";
 import type { ClusterNode } from "../dev/cluster.ts";
-import { ACQUIRE, RELEASE, Redlock, scriptShaOf, type RedlockOptions } from "./lib.ts";
+import { ACQUIRE, CLIENT_SETTINGS, RELEASE, Redlock, scriptShaOf, type RedlockOptions } from "./lib.ts";
 
 export interface Held {
   release(): Promise<unknown>;
@@ -98,17 +98,7 @@ export async function upstashDirectImpl(nodes: ClusterNode[], options: ImplOptio
   let nextSignal: AbortSignal | undefined;
   const clients = nodes.map(
     (node) =>
-      new UpstashFetchRedis({
-        url: node.url,
-        token: node.token,
-        retry: { retries: 0 },
-        enableAutoPipelining: false,
-        automaticDeserialization: false,
-        enableTelemetry: false,
-        responseEncoding: false,
-        readYourWrites: false,
-        signal: () => nextSignal!,
-      }),
+      new UpstashFetchRedis({ url: node.url, token: node.token, ...CLIENT_SETTINGS, signal: () => nextSignal! }),
   );
   const call = (client: UpstashFetchRedis, sha: string, keys: string[], args: string[]) => {
     const controller = new AbortController();

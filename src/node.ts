@@ -36,6 +36,18 @@ export interface ScriptClient {
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
 }
 
+/** @internal How the library configures the `@upstash/redis` clients it builds (see {@link upstashNode}). */
+export const CLIENT_SETTINGS = {
+  retry: { retries: 0 },
+  enableAutoPipelining: false,
+  automaticDeserialization: false,
+  enableTelemetry: false,
+  // The replies are integers and decimal strings: base64 would only cost CPU on both ends.
+  responseEncoding: false,
+  // Every command is a script on the primary: the sync-token header buys nothing here.
+  readYourWrites: false,
+} as const;
+
 /**
  * A node over `@upstash/redis`. Given `{ url, token }`, it builds the client the lock needs:
  * no client retries (the lock's retry loop is the only one), no auto-pipelining (one request now,
@@ -57,14 +69,7 @@ export function upstashNode(target: NodeConfig | ScriptClient, label?: string): 
   const client = new Redis({
     url: target.url,
     token: target.token,
-    retry: { retries: 0 },
-    enableAutoPipelining: false,
-    automaticDeserialization: false,
-    enableTelemetry: false,
-    // The replies are integers and decimal strings: base64 would only cost CPU on both ends.
-    responseEncoding: false,
-    // Every command is a script on the primary: the sync-token header buys nothing here.
-    readYourWrites: false,
+    ...CLIENT_SETTINGS,
     // @upstash/redis calls this synchronously when it starts a request; `withSignal` sets it just before.
     signal: () => nextSignal ?? AbortSignal.abort(new Error("request outside a lock round")),
   });
