@@ -40,26 +40,13 @@ export async function floorImpl(nodes: ClusterNode[], options: ImplOptions, { lo
     await call(node, ["script", "load", ACQUIRE.lua]);
     await call(node, ["script", "load", RELEASE.lua]);
   }
-  const value = () => crypto.randomUUID();
-  const once = (key: string, ttl: number): Promise<string> => {
-    const v = value();
-    return new Promise((resolve, reject) => {
-      let yes = 0;
-      let no = 0;
-      for (const node of nodes) {
-        call(node, ["evalsha", acquireSha, 1, key, v, ttl])
-          .then((r) => Array.isArray(r.result) && r.result.length === 1 && r.result[0] === 1, () => false)
-          .then((granted) => {
-            if (granted) yes++;
-            else no++;
-            if (yes === quorum) resolve(v);
-            if (no === nodes.length - quorum + 1) {
-              void release(key, v);
-              reject(new Error("not acquired"));
-            }
-          });
-      }
-    });
+  const once = async (key: string, ttl: number): Promise<string> => {
+    const v = crypto.randomUUID();
+    const grants = nodes.map((node) =>
+      call(node, ["evalsha", acquireSha, 1, key, v, ttl]).then((r) => Array.isArray(r.result) && r.result.length === 1 && r.result[0] === 1, () => false),
+    );
+    await decide(grants, quorum, () => release(key, v));
+    return v;
   };
   const release = (key: string, v: string) => Promise.all(nodes.map((node) => call(node, ["evalsha", releaseSha, 1, key, v]).catch(() => null)));
   return {
@@ -71,6 +58,25 @@ export async function floorImpl(nodes: ClusterNode[], options: ImplOptions, { lo
       }),
     close: async () => {},
   };
+}
+
+/** Resolves once `quorum` grants are in; once that cannot happen any more, starts `undo` and rejects. */
+function decide(grants: Promise<boolean>[], quorum: number, undo: () => unknown): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let yes = 0;
+    let no = 0;
+    for (const grant of grants) {
+      void grant.then((granted) => {
+        if (granted) yes++;
+        else no++;
+        if (yes === quorum) resolve();
+        if (no === grants.length - quorum + 1) {
+          void undo();
+          reject(new Error("not acquired"));
+        }
+      });
+    }
+  });
 }
 
 /** Tries `attempt` until it succeeds or the next try would start after `wait` ms, sleeping retryDelay ± retryJitter. */
@@ -111,22 +117,14 @@ export async function upstashDirectImpl(nodes: ClusterNode[], options: ImplOptio
   const release = (key: string, v: string) => Promise.all(clients.map((c) => call(c, releaseSha, [key], [v]).catch(() => null)));
   return {
     name: "upstash-direct",
-    acquire: (key, ttl) =>
-      new Promise((resolve, reject) => {
-        const v = crypto.randomUUID();
-        let yes = 0;
-        let no = 0;
-        for (const client of clients) {
-          call(client, acquireSha, [key], [v, String(ttl), "1"])
-            .then((r) => Array.isArray(r) && r.length === 1 && r[0] === 1, () => false)
-            .then((granted) => {
-              if (granted) yes++;
-              else no++;
-              if (yes === quorum) resolve({ release: () => release(key, v) });
-              if (no === nodes.length - quorum + 1) reject(new Error("not acquired"));
-            });
-        }
-      }),
+    async acquire(key, ttl) {
+      const v = crypto.randomUUID();
+      const grants = clients.map((client) =>
+        call(client, acquireSha, [key], [v, String(ttl), "1"]).then((r) => Array.isArray(r) && r.length === 1 && r[0] === 1, () => false),
+      );
+      await decide(grants, quorum, () => release(key, v));
+      return { release: () => release(key, v) };
+    },
     close: async () => {},
   };
 }

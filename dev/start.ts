@@ -3,13 +3,15 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { startCluster } from "./cluster.ts";
 import { freePort } from "./redis-server.ts";
+import { envNames } from "../src/env.ts";
 
 const runtime = process.argv.includes("--deno") ? "deno" : "workers";
 const cluster = await startCluster({ nodes: 5 });
 const vars: Record<string, string> = {};
 cluster.nodes.forEach((node, i) => {
-  vars[`UPSTASH_REDIS_REST_URL_${i + 1}`] = node.url;
-  vars[`UPSTASH_REDIS_REST_TOKEN_${i + 1}`] = node.token;
+  const names = envNames(i + 1);
+  vars[names.url] = node.url;
+  vars[names.token] = node.token;
 });
 const port = Number(process.env.PORT ?? 0) || (await freePort());
 const quiet = { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" };

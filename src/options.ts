@@ -46,7 +46,10 @@ export interface AcquireOptions {
 export interface UsingOptions extends AcquireOptions {
   /** Cap on the total holding time in ms; reaching it aborts the routine's signal with {@link MaxHoldError}. Default: none. */
   maxHold?: number;
-  /** Extend when this many ms of validity are left. Default: half the ttl. Must exceed nodeTimeout. */
+  /**
+   * Extend when this many ms of validity are left. Must be below the ttl. Default: half the ttl, and
+   * at least nodeTimeout + 50 ms where the ttl allows (see {@link Redlock.defaultThreshold}).
+   */
   extendThreshold?: number;
 }
 

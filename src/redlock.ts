@@ -235,7 +235,7 @@ export class Redlock {
     return castVote(this.nodes[node], script, keys, args, deadline.signal).finally(deadline.clear);
   }
 
-  /** Releases each node once its acquire reply is in, except nodes that denied (they set nothing). */
+  /** Releases each node once its outstanding reply (acquire or extend) is in, except nodes that denied (they set nothing). */
   #releaseAfter(acquired: Map<number, Promise<Vote>>, keys: string[], value: string): Promise<void> {
     return Promise.all(
       [...acquired].map(async ([node, vote]) => {
