@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { Redis } from "ioredis";
 import { BadCommand, encodeReply, errorText, toCommand, toCommands } from "./rest-protocol.ts";
+import { KeyLockingShim } from "./script-flags.ts";
 
 /** What the bridge answers instead of a correct reply. */
 export type Garbage = "html" | "text" | "json-shape" | "truncated" | "empty";
@@ -17,6 +18,11 @@ export interface Faults {
   status: number | null;
   /** Answer 200 with a body that is not a valid reply. */
   garbage: Garbage | null;
+  /**
+   * Pass scripts with Upstash's `allow-key-locking` shebang flag to Redis unchanged, so Redis rejects
+   * them (a REST proxy in front of plain Redis). Default false: the flag is accepted, as Upstash does.
+   */
+  rejectKeyLocking: boolean;
 }
 
 /** Per-bridge request counters, reset-able over the admin API. */
@@ -35,7 +41,7 @@ export interface Counters {
   commands: Record<string, number>;
 }
 
-const NO_FAULTS: Faults = { latencyMs: 0, hang: false, status: null, garbage: null };
+const NO_FAULTS: Faults = { latencyMs: 0, hang: false, status: null, garbage: null, rejectKeyLocking: false };
 
 const GARBAGE_BODIES: Record<Garbage, { type: string; body: string }> = {
   html: { type: "text/html", body: "<html><body><h1>502 Bad Gateway</h1></body></html>" },
@@ -65,6 +71,7 @@ export class Bridge {
   #idle: Redis[] = [];
   #all = new Set<Redis>();
   #hung = new Set<() => void>();
+  #keyLocking = new KeyLockingShim();
   #data: Server;
   #admin: Server;
   #dataPort = 0;
@@ -112,6 +119,7 @@ export class Bridge {
   /** Merges fault settings; clearing `hang` lets the hung requests go on. */
   setFaults(patch: Partial<Faults>): void {
     this.faults = { ...this.faults, ...patch };
+    this.#keyLocking.accept = !this.faults.rejectKeyLocking;
     if (!this.faults.hang) this.#releaseHung();
     this.onFaults?.(this.faults);
   }
@@ -218,33 +226,33 @@ export class Bridge {
     if (path === "/") {
       const command = toCommand(body);
       this.#count(command);
-      const reply = await this.#shared.callBuffer(command[0], ...command.slice(1));
-      return { result: encodeReply(reply, base64) };
+      const reply = await this.#shared.callBuffer(...this.#toRedis(command));
+      return { result: encodeReply(this.#keyLocking.loadedSha(command) ?? reply, base64) };
     }
-    if (path === "/pipeline") {
+    if (path === "/pipeline" || path === "/multi-exec") {
       const commands = toCommands(body);
-      const pipeline = this.#shared.pipeline();
-      for (const command of commands) {
-        this.#count(command);
-        pipeline.callBuffer(command[0], ...command.slice(1));
-      }
-      return toResults(await pipeline.exec(), base64);
-    }
-    if (path === "/multi-exec") {
-      const commands = toCommands(body);
-      const conn = await this.#dedicated();
+      const conn = path === "/pipeline" ? this.#shared : await this.#dedicated();
       try {
-        const tx = conn.multi();
+        const batch = path === "/pipeline" ? conn.pipeline() : conn.multi();
         for (const command of commands) {
           this.#count(command);
-          tx.callBuffer(command[0], ...command.slice(1));
+          batch.callBuffer(...this.#toRedis(command));
         }
-        return toResults(await tx.exec(), base64);
+        const replies = await batch.exec();
+        if (replies === null) throw new Error("EXECABORT Transaction discarded");
+        return replies.map(([error, reply], i) =>
+          error ? { error: errorText(error) } : { result: encodeReply(this.#keyLocking.loadedSha(commands[i]) ?? reply, base64) },
+        );
       } finally {
-        this.#idle.push(conn);
+        if (conn !== this.#shared) this.#idle.push(conn);
       }
     }
     throw new NotFound(`no such endpoint: ${path}`);
+  }
+
+  #toRedis(command: string[]): [string, ...string[]] {
+    const [name, ...args] = this.#keyLocking.rewrite(command);
+    return [name, ...args];
   }
 
   /** A connection nobody else uses while a transaction is open on it. */
@@ -303,16 +311,12 @@ function parseFaults(body: string): Partial<Faults> {
   if ("latencyMs" in raw) patch.latencyMs = Number(raw.latencyMs) || 0;
   if ("hang" in raw) patch.hang = Boolean(raw.hang);
   if ("status" in raw) patch.status = raw.status === null ? null : Number(raw.status);
+  if ("rejectKeyLocking" in raw) patch.rejectKeyLocking = Boolean(raw.rejectKeyLocking);
   if ("garbage" in raw) {
     if (raw.garbage !== null && !(String(raw.garbage) in GARBAGE_BODIES)) throw new Error(`unknown garbage kind ${String(raw.garbage)}`);
     patch.garbage = raw.garbage === null ? null : (String(raw.garbage) as Garbage);
   }
   return patch;
-}
-
-function toResults(replies: [Error | null, unknown][] | null, base64: boolean): unknown[] {
-  if (replies === null) throw new Error("EXECABORT Transaction discarded");
-  return replies.map(([error, reply]) => (error ? { error: errorText(error) } : { result: encodeReply(reply, base64) }));
 }
 
 /** Anything but a reply from Redis itself (ioredis' ReplyError) means the server could not be reached. */

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import { useCluster } from "./fixture.ts";
@@ -36,6 +37,23 @@ describe("the REST bridge speaks the Upstash protocol", () => {
     const sha = await redis.scriptLoad("return {1, ARGV[1]}");
     expect(await redis.evalsha(sha, [], ["12345"])).toEqual([1, "12345"]);
     await expect(redis.evalsha("0".repeat(40), [], [])).rejects.toThrow(/NOSCRIPT/);
+  });
+
+  it("accepts Upstash's allow-key-locking shebang flag, which plain Redis 7 rejects, unless told to reject it", async () => {
+    const redis = new Redis({ url: node().url, token: node().token, retry: { retries: 0 }, enableAutoPipelining: false, automaticDeserialization: false });
+    const flagged = "#!lua flags=allow-key-locking\nreturn {1, KEYS[1], ARGV[1]}";
+    const readOnly = "#!lua flags=no-writes,allow-key-locking\nreturn redis.call('SET', KEYS[1], 'x')";
+    const sha = createHash("sha1").update(flagged).digest("hex");
+    expect(await redis.eval(flagged, ["k"], ["v"])).toEqual([1, "k", "v"]);
+    expect(await redis.evalsha(sha, ["k"], ["w"])).toEqual([1, "k", "w"]); // the SHA of what the client sent
+    expect(await redis.scriptLoad(flagged)).toBe(sha);
+    await expect(redis.eval(readOnly, ["k"], [])).rejects.toThrow(/not allowed from read-only scripts/); // other flags stay
+    expect(await (await post("/pipeline", [["evalsha", sha, 1, "p", "q"], ["eval", flagged, 1, "r", "s"]])).json()).toEqual([{ result: [1, "p", "q"] }, { result: [1, "r", "s"] }]);
+    await env.admins[0].faults({ rejectKeyLocking: true });
+    await expect(redis.eval(flagged, ["k"], ["v"])).rejects.toThrow("ERR Unexpected flag in script shebang: allow-key-locking");
+    await expect(redis.evalsha(sha, ["k"], ["v"])).rejects.toThrow(/NOSCRIPT/);
+    await env.admins[0].reset();
+    expect(await redis.eval(flagged, ["k"], ["v"])).toEqual([1, "k", "v"]);
   });
 
   it("requires the bearer token: 401 with a JSON error otherwise", async () => {
