@@ -50,11 +50,13 @@ export interface AttemptTally {
  * `held` — nodes answered that another holder has it;
  * `unreachable` — too many nodes gave no usable answer for a quorum;
  * `expired` — a quorum granted, but the round took so long that no validity was left;
- * `lost` — (extension only) the lock's validity had already ended before the extension.
+ * `lost` — (extension only) the lock's validity had already ended before the extension, or its keys
+ * are gone from the nodes that answered;
+ * `released` — (extension only) `release()` was called before the extension completed.
  * @example
  * if (error.reason === "held") return new Response("busy", { status: 423 });
  */
-export type FailureReason = "held" | "unreachable" | "expired" | "lost";
+export type FailureReason = "held" | "unreachable" | "expired" | "lost" | "released";
 
 /**
  * The lock was not acquired after every attempt. Nothing is left set: each failed attempt was
@@ -92,15 +94,23 @@ export class LockAcquisitionError extends RedlockError {
 export class LockExtensionError extends RedlockError {
   readonly reason: FailureReason;
   readonly resources: readonly string[];
-  /** The extension round, absent when the lock had expired before it. */
+  /** The extension round, absent when no request was sent (validity over, or the lock released). */
   readonly tally?: AttemptTally;
-  constructor(resources: readonly string[], tally?: AttemptTally) {
-    const reason = tally ? failureReason(tally) : "lost";
-    super(`lock on ${resources.length} resource(s) lost: ${tally ? describe(reason, tally) : "its validity ended before the extension"}`);
-    this.reason = reason;
+  constructor(resources: readonly string[], tally?: AttemptTally, reason: "lost" | "released" = "lost") {
+    const why = tally ? extensionReason(tally) : reason;
+    const detail = tally ? describe(why, tally) : why === "released" ? "it was released" : "its validity ended before the extension";
+    super(`lock on ${resources.length} resource(s) lost: ${detail}`);
+    this.reason = why;
     this.resources = resources;
     this.tally = tally;
   }
+}
+
+/** A refusal from a node where the key is gone (PTTL -2) means lost, not taken by another holder. */
+function extensionReason(tally: AttemptTally): FailureReason {
+  const reason = failureReason(tally);
+  const heldElsewhere = tally.votes.some((v) => v.outcome === "denied" && v.pttl !== -2);
+  return reason === "held" && !heldElsewhere ? "lost" : reason;
 }
 
 function failureReason(tally: AttemptTally): FailureReason {
@@ -117,6 +127,7 @@ function describe(reason: FailureReason, tally: AttemptTally): string {
     const causes = [...new Set(tally.votes.flatMap((v) => (v.outcome === "error" ? [v.cause] : [])))];
     return `quorum unreachable (${counts}; ${causes.join("; ")})`;
   }
+  if (reason === "lost") return `its keys are gone from the nodes (${counts})`;
   return `held by another holder (${counts})`;
 }
 

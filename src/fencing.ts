@@ -1,10 +1,11 @@
 // Fencing tokens: the per-resource counter keys, the token arithmetic, and the resource-side guarded write.
 import { InvalidArgumentError } from "./errors.ts";
+import { RESERVED_PREFIX } from "./options.ts";
 import type { ScriptClient } from "./node.ts";
 import { DECIMAL, FENCED_READ, FENCED_WRITE } from "./scripts.ts";
 
-/** Prefix of the per-resource counter keys on the lock nodes (they never expire). */
-export const FENCE_PREFIX = "edge-redlock:fence:";
+/** Prefix of the per-resource counter keys on the lock nodes (they never expire); resources may not use it. */
+export const FENCE_PREFIX = `${RESERVED_PREFIX}fence:`;
 
 /**
  * The counter key of a resource on the lock nodes.

@@ -4,7 +4,8 @@ import { env as runtimeEnv } from "hono/adapter";
 import { createMiddleware } from "hono/factory";
 import { MissingConfigurationError } from "./env.ts";
 import { InvalidArgumentError, LockAcquisitionError, type FailureReason } from "./errors.ts";
-import { checkDuration, checkTtl } from "./options.ts";
+import { watchBody } from "./body.ts";
+import { DEFAULTS, checkDuration, checkTtl } from "./options.ts";
 import { keepLock } from "./keeper.ts";
 import { releaseFully, type Lock } from "./lock.ts";
 import { Redlock } from "./redlock.ts";
@@ -64,8 +65,10 @@ const fromEnvCache = new Map<string, Redlock>();
 let reportedMissing = false;
 
 /**
- * Guards a route with a Redlock lock: acquires before the handler, extends while it runs,
- * releases after it (also when it throws; on Workers through `executionCtx.waitUntil`).
+ * Guards a route with a Redlock lock: acquires before the handler, extends while it runs and while its
+ * response body is still being produced (a streamed body: `stream()`, `streamText()`, `streamSSE()` or
+ * `new Response(readable)`), releases once the body has ended or the client cancelled it, or at once
+ * when the handler threw (on Workers through `executionCtx.waitUntil`). A lock lost mid-stream cuts the body.
  * Busy → 423 + `Retry-After`; no quorum → 503; missing configuration → 500 naming what is missing.
  * @param key the resource(s) to lock, or a function of the context returning them
  * @param options see {@link RedlockMiddlewareOptions}
@@ -86,8 +89,9 @@ export const redlock = <E extends Env = Env>(
 ): MiddlewareHandler<E & { Variables: RedlockVariables }> => {
   const ttl = options.ttl ?? DEFAULT_TTL;
   const lostHeader = options.lostHeader ?? DEFAULT_LOST_HEADER;
-  // Bad options fail when the route is defined, not on the first request.
-  checkTtl(ttl, 0);
+  // Bad options fail when the route is defined, not on the first request. The ttl must exceed the
+  // nodeTimeout of the Redlock used: the given one's, or the default's (a factory's is checked per request).
+  checkTtl(ttl, options.redlock instanceof Redlock ? options.redlock.options.nodeTimeout : typeof options.redlock === "function" ? 0 : DEFAULTS.nodeTimeout);
   if (typeof options.wait === "number") checkDuration("options.wait", options.wait);
   checkDuration("options.maxHold", options.maxHold, 1);
   if (typeof lostHeader !== "string" || !/^[A-Za-z0-9-]+$/.test(lostHeader)) throw new InvalidArgumentError("options.lostHeader", "must be a header name");
@@ -127,17 +131,34 @@ export const redlock = <E extends Env = Env>(
         return lock.expiresAt;
       },
     });
+    let answered = false;
     try {
       await next();
+      answered = true;
     } finally {
+      // The critical section lasts until the response body has been produced. A handler that threw is
+      // done; one that returned after the lock was lost answers as it chose, marked with the lost header.
+      let ended: Promise<void> = Promise.resolve();
       if (keeper.signal.aborted) markLost(c, lostHeader);
-      const released = keeper.stop().then(() => releaseFully(lock));
+      else if (answered && !c.error) {
+        const watched = watchBody(c.res, keeper.signal);
+        c.res = watched.response;
+        ended = watched.ended;
+      }
+      const released = ended.then(() => keeper.stop()).then(() => releaseFully(lock));
       const execution = executionContext(c);
       if (execution) execution.waitUntil(released);
-      else await released;
+      // Elsewhere a body that ends at once (not streamed) is released before the response goes out, as
+      // before; a streamed one is released in the background once it ends.
+      else if (await endsAtOnce(ended)) await released;
     }
   });
 };
+
+/** Whether the body ended before the next macrotask (it was not streamed). */
+function endsAtOnce(ended: Promise<void>): Promise<boolean> {
+  return Promise.race([ended.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 0))]);
+}
 
 function markLost(c: Context, header: string): void {
   try {

@@ -15,8 +15,8 @@ export interface ReleaseResult {
   errors: number;
   votes: NodeVote[];
   /**
-   * Follow-up releases for nodes whose acquire or extend reply was still outstanding at release time
-   * (so a late-landing acquire or extension is undone too). Resolves within nodeTimeout of that reply; never rejects.
+   * Follow-up releases for nodes whose acquire reply was still outstanding at release time (so a
+   * late-landing acquire is undone too). Resolves within nodeTimeout of that reply; never rejects.
    * On Workers, hand it to `ctx.waitUntil`.
    */
   pending: Promise<void>;
@@ -36,8 +36,10 @@ export interface LockState {
   /** Monotonic time at which validity ends. */
   deadline: number;
   expiresAt: number;
-  /** Nodes whose acquire or extend reply was still out when that round was decided, with the reply to come. */
+  /** Nodes whose acquire reply was still out when the round was decided, with the reply to come. */
   stragglers: Map<number, Promise<Vote>>;
+  /** Set when release() is called: the lock is dead from then on. */
+  released: boolean;
 }
 
 const states = new WeakMap<Lock, LockState>();
@@ -77,11 +79,11 @@ export class Lock {
    */
   readonly fence: string | undefined;
 
-  constructor(resources: readonly string[], value: string, attempts: number, fence: string | undefined, state: Omit<LockState, "value">) {
+  constructor(resources: readonly string[], value: string, attempts: number, fence: string | undefined, state: Omit<LockState, "value" | "released">) {
     this.resources = Object.freeze([...resources]);
     this.attempts = attempts;
     this.fence = fence;
-    states.set(this, { ...state, value });
+    states.set(this, { ...state, value, released: false });
   }
 
   /** The random value that proves ownership on every node (a getter, so logging the lock does not print it). */
@@ -94,15 +96,16 @@ export class Lock {
     return lockState(this).expiresAt;
   }
 
-  /** ms of validity left now, on the monotonic clock; ≤ 0 means the lock must be treated as lost. */
+  /** ms of validity left now, on the monotonic clock; ≤ 0 means the lock must be treated as lost (0 once released). */
   get validityMs(): number {
     const state = lockState(this);
-    return state.deadline - state.owner.now();
+    return state.released ? Math.min(0, state.deadline - state.owner.now()) : state.deadline - state.owner.now();
   }
 
   /**
-   * Sets a new ttl on a quorum, with the same validity rule as acquire. Resolves with this lock,
-   * its `expiresAt` moved; rejects with {@link LockExtensionError} when the lock is lost.
+   * Sets a new ttl on a quorum, with the same validity rule as acquire (a node never shortens the key).
+   * Resolves with this lock, its `expiresAt` moved; rejects with {@link LockExtensionError} when the
+   * lock is lost or was released.
    * @example
    * await lock.extend(10_000);
    */
@@ -112,6 +115,7 @@ export class Lock {
 
   /**
    * Deletes the keys on every node that still holds this lock's value. Never throws for node failures.
+   * From the call on the lock is dead: `extend` rejects, and an extension in flight reports failure.
    * @example
    * const { released } = await lock.release();
    */

@@ -109,20 +109,21 @@ async function evalScript(client: ScriptClient, script: Script, keys: string[], 
 
 /**
  * Runs `script` on `node` and maps the outcome to a vote. Thrown errors become `error` votes whose
- * cause names the kind of failure; the cause never contains the lock value or the command.
+ * cause names the kind of failure; the cause never contains the command, the lock value (`args`) or
+ * any of `secrets` (the nodes' tokens), nor anything that looks like a bearer token or URL credentials.
  * @example
- * const vote = await castVote(node, ACQUIRE, ["k"], [value, "10000"], signal);
+ * const vote = await castVote(node, ACQUIRE, ["k"], [value, "10000"], signal, [token]);
  */
-export async function castVote(node: RedlockNode, script: Script, keys: string[], args: string[], signal: AbortSignal): Promise<Vote> {
+export async function castVote(node: RedlockNode, script: Script, keys: string[], args: string[], signal: AbortSignal, secrets: readonly string[] = []): Promise<Vote> {
   try {
     return script.vote(await node.run(script, keys, args, signal));
   } catch (error) {
-    return { outcome: "error", cause: describeFailure(error, signal, args) };
+    return { outcome: "error", cause: describeFailure(error, signal, [...args, ...secrets]) };
   }
 }
 
 /** A short, secret-free description of why a node gave no answer. */
-function describeFailure(error: unknown, signal: AbortSignal, secrets: string[] = []): string {
+function describeFailure(error: unknown, signal: AbortSignal, secrets: string[]): string {
   if (signal.aborted) {
     const reason = signal.reason as { name?: string } | undefined;
     return reason?.name === "TimeoutError" ? "timeout" : "aborted";
@@ -132,10 +133,15 @@ function describeFailure(error: unknown, signal: AbortSignal, secrets: string[] 
   let text = typeof err?.message === "string" ? err.message : String(error);
   if (name === "UpstashJSONParseError") text = "unparsable reply";
   if (text === "Request did not return a result") return "reply without result";
-  text = text.replace(/^Command failed: /, "").split(", command was:")[0];
-  for (const secret of secrets) if (secret.length >= 8) text = text.split(secret).join("[redacted]");
+  text = redact(text.replace(/^Command failed: /, "").split(", command was:")[0], secrets);
   if (text.length > 160) text = text.slice(0, 160) + "…";
   return name === "TypeError" ? `network: ${text}` : text;
+}
+
+/** Takes out every known secret, bearer credentials and URL userinfo. */
+function redact(text: string, secrets: string[]): string {
+  for (const secret of secrets) if (secret.length >= 8) text = text.split(secret).join("[redacted]");
+  return text.replace(/\b(Bearer|Basic)\s+[^\s"',;)]+/gi, "$1 [redacted]").replace(/\/\/[^/\s@]*@/g, "//[redacted]@");
 }
 
 function isScriptClient(target: NodeConfig | ScriptClient): target is ScriptClient {

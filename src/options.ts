@@ -90,15 +90,52 @@ export function checkRetry(o: Pick<ResolvedOptions, "retryCount" | "retryDelay" 
   checkNumber(`${where}.retryJitter`, o.retryJitter, { min: 0, max: MAX_TTL });
 }
 
-/** Resources: a non-empty string or a non-empty array of distinct non-empty strings. */
+/**
+ * The prefix of the keys the library keeps for itself on the lock nodes (fence counters): a resource
+ * may not start with it, or locking it would collide with another resource's counter.
+ */
+export const RESERVED_PREFIX = "edge-redlock:";
+
+/** Resources: a non-empty string or a non-empty (dense) array of distinct non-empty strings, none in the reserved namespace. */
 export function checkResources(resources: unknown): string[] {
   const list = typeof resources === "string" ? [resources] : resources;
   if (!Array.isArray(list) || list.length === 0) throw new InvalidArgumentError("resources", "must be a non-empty array of strings");
-  list.forEach((key, i) => {
-    if (typeof key !== "string" || key.length === 0) throw new InvalidArgumentError(`resources[${i}]`, "must be a non-empty string");
-  });
+  for (let i = 0; i < list.length; i++) {
+    const key: unknown = list[i];
+    if (!(i in list) || typeof key !== "string" || key.length === 0) throw new InvalidArgumentError(`resources[${i}]`, "must be a non-empty string");
+    if (key.startsWith(RESERVED_PREFIX)) throw new InvalidArgumentError(`resources[${i}]`, `must not start with "${RESERVED_PREFIX}" (reserved for the library's own keys)`);
+  }
   if (new Set(list).size !== list.length) throw new InvalidArgumentError("resources", "must not contain the same key twice");
   return [...list];
+}
+
+/** What `@upstash/redis` accepts as a base URL (after one trailing slash is removed). */
+const CLIENT_URL = /^https?:\/\/[^\s#$./?].\S*$/;
+
+/**
+ * A REST URL: http(s), a host, no whitespace or control characters, no credentials, query or
+ * fragment. Returns its identity (scheme, host, port, path without trailing slashes) to tell two
+ * nodes apart. The message never repeats the URL: it may hold a secret.
+ */
+export function checkUrl(url: unknown, where: string): string {
+  if (typeof url !== "string" || /[\s\u0000-\u001f\u007f]/.test(url)) throw new InvalidArgumentError(where, "must be an http(s) URL without whitespace or control characters");
+  if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) throw new InvalidArgumentError(where, "must be an http(s) URL");
+  const parsed = new URL(url);
+  const authority = url.slice(url.indexOf("//") + 2).split(/[/?#]/)[0];
+  if (authority.includes("@") || parsed.username !== "" || parsed.password !== "") {
+    throw new InvalidArgumentError(where, "must not contain credentials (user:password@): the token goes in `token`");
+  }
+  if (url.includes("?") || url.includes("#")) throw new InvalidArgumentError(where, "must not contain a query or a fragment");
+  if (!CLIENT_URL.test(url.replace(/\/$/, ""))) throw new InvalidArgumentError(where, "must be an http(s) URL with a host name");
+  return `${parsed.protocol}//${parsed.host}${parsed.pathname.replace(/\/+$/, "")}`;
+}
+
+/** A REST token: visible ASCII only (no whitespace or control characters). The message never repeats it. */
+export function checkToken(token: unknown, where: string): string {
+  if (typeof token !== "string" || !/^[\x21-\x7e]+$/.test(token)) {
+    throw new InvalidArgumentError(where, "must be a non-empty string of visible ASCII characters (no whitespace or control characters)");
+  }
+  return token;
 }
 
 /** A ttl: an integer number of ms, above nodeTimeout, at most {@link MAX_TTL}. */

@@ -5,12 +5,12 @@ import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, type At
 import { Lock, lockState, releaseFully, type ReleaseResult } from "./lock.ts";
 import { castVote, upstashNode, type NodeConfig, type RedlockNode, type ScriptClient } from "./node.ts";
 import {
-  checkDuration, checkResources, checkRetry, checkSignal, checkTtl, resolveOptions,
+  checkDuration, checkResources, checkRetry, checkSignal, checkToken, checkTtl, checkUrl, resolveOptions,
   type AcquireOptions, type RedlockOptions, type ResolvedOptions, type UsingOptions,
 } from "./options.ts";
 import { keepLock } from "./keeper.ts";
 import { fanOut, type Round } from "./quorum.ts";
-import { ACQUIRE, EXTEND, FENCE, RELEASE, type Script } from "./scripts.ts";
+import { ACQUIRE, EXTEND, FENCE, FENCED_ACQUIRE, RELEASE, type Script } from "./scripts.ts";
 import { fenceKey, maxFence } from "./fencing.ts";
 import { randomUnit, randomValue } from "./token.ts";
 import type { Vote } from "./vote.ts";
@@ -33,6 +33,8 @@ export class Redlock {
   /** floor(N/2) + 1. */
   readonly quorum: number;
   readonly options: Readonly<ResolvedOptions>;
+  /** The nodes' tokens: taken out of every failure text. */
+  readonly #secrets: readonly string[];
   readonly #owner = {
     extend: (lock: Lock, ttl: number) => this.extend(lock, ttl),
     release: (lock: Lock) => this.release(lock),
@@ -41,7 +43,9 @@ export class Redlock {
 
   constructor(nodes: readonly NodeInput[], options?: RedlockOptions) {
     this.options = Object.freeze(resolveOptions(options));
-    this.nodes = Object.freeze(toNodes(nodes));
+    const { built, secrets } = toNodes(nodes);
+    this.nodes = Object.freeze(built);
+    this.#secrets = Object.freeze(secrets);
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
   }
 
@@ -94,11 +98,12 @@ export class Redlock {
         signal?.throwIfAborted();
         const value = randomValue();
         const start = this.#clock.now();
-        const grant = await this.#round(ACQUIRE, roundKeys, [value, String(ttl), String(keys.length)], { signal, decideEarly: true, cancelStragglers: false });
+        const grant = await this.#round(options.fencing ? FENCED_ACQUIRE : ACQUIRE, roundKeys, [value, String(ttl), String(keys.length)], { signal, decideEarly: true, cancelStragglers: false });
         let round = grant;
         let fence: string | undefined;
         if (options.fencing && grant.granted >= this.quorum && this.#validity(ttl, start) > 0) {
           // Fencing: raise the counters to the token on a quorum that still holds the lock (DESIGN §4).
+          // Every grant of FENCED_ACQUIRE carries a counter (a bare grant is an error vote).
           fence = maxFence(grant.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
           round = await this.#round(FENCE, roundKeys, [value, fence], { signal, decideEarly: true, cancelStragglers: true });
         }
@@ -108,7 +113,7 @@ export class Redlock {
             owner: this.#owner,
             deadline: start + ttl - this.#drift(ttl),
             expiresAt: this.#clock.epoch() + validity,
-            stragglers: trackStragglers(new Map(), grant),
+            stragglers: stragglers(grant),
           });
         }
         tallies.push(tally(attempt, round, start, this.#clock.now(), validity));
@@ -175,23 +180,31 @@ export class Redlock {
   /**
    * Releases `lock` on every node, each request bounded by nodeTimeout. Deletes only keys that
    * still hold the lock's value: releasing an expired or foreign lock deletes nothing and is not an error.
+   * From the call on the lock is dead: {@link Redlock.extend} refuses it, and an extension still in
+   * flight reports failure (and cannot set a key again: the extend script never creates one).
    * @example
    * const { released } = await redlock.release(lock);
    */
   async release(lock: Lock): Promise<ReleaseResult> {
     const state = lockState(lock);
+    state.released = true;
     const keys = [...lock.resources];
-    const late = state.stragglers;
-    state.stragglers = new Map();
+    // Replies still out now may land after this release: each gets a follow-up release once it is in.
+    const late = new Map(state.stragglers);
+    state.stragglers.clear();
     const round = await this.#round(RELEASE, keys, [state.value], { decideEarly: false, cancelStragglers: false });
+    // Where this release deleted the keys, the acquire had run before it: no follow-up needed there.
+    for (const vote of round.votes) if (vote.outcome === "granted") late.delete(vote.node);
     const pending = this.#releaseAfter(late, keys, state.value);
     return { released: round.granted, errors: round.errors, votes: round.votes, pending };
   }
 
   /**
-   * Extends `lock` to `ttl` ms from now on a quorum, with the same validity rule as acquire.
-   * @throws {LockExtensionError} when the lock was already past its validity or no quorum extended
-   * it in time: the lock must be treated as lost.
+   * Extends `lock` to `ttl` ms from now on a quorum, with the same validity rule as acquire. A node
+   * moves the key's expiry only where it still holds the lock's value, and never shortens it.
+   * @throws {LockExtensionError} when the lock was released (reason `released`, nothing sent), was
+   * already past its validity (`lost`, nothing sent), or no quorum extended it in time: the lock must
+   * be treated as lost.
    * @example
    * await redlock.extend(lock, 10_000);
    */
@@ -199,11 +212,13 @@ export class Redlock {
     const state = lockState(lock);
     checkTtl(ttl, this.options.nodeTimeout);
     const keys = [...lock.resources];
+    if (state.released) throw new LockExtensionError(keys, undefined, "released");
     const start = this.#clock.now();
     if (start >= state.deadline) throw new LockExtensionError(keys);
-    // Stragglers run on (they move the expiry on the other nodes too); release() waits for them.
+    // Stragglers run on (they move the expiry on the other nodes too). None can outlive a release:
+    // the script only lengthens a key that still holds the value.
     const round = await this.#round(EXTEND, keys, [state.value, String(ttl)], { decideEarly: true, cancelStragglers: false });
-    trackStragglers(state.stragglers, round);
+    if (state.released) throw new LockExtensionError(keys, undefined, "released");
     const validity = this.#validity(ttl, start);
     if (round.granted < this.quorum || validity <= 0) {
       throw new LockExtensionError(keys, tally(1, round, start, this.#clock.now(), validity));
@@ -222,7 +237,7 @@ export class Redlock {
   }
 
   #round(script: Script, keys: string[], args: string[], how: { signal?: AbortSignal; decideEarly: boolean; cancelStragglers: boolean }): Promise<Round> {
-    return fanOut(this.nodes.length, (node, signal) => castVote(this.nodes[node], script, keys, args, signal), {
+    return fanOut(this.nodes.length, (node, signal) => castVote(this.nodes[node], script, keys, args, signal, this.#secrets), {
       quorum: this.quorum,
       nodeTimeout: this.options.nodeTimeout,
       clock: this.#clock,
@@ -232,10 +247,10 @@ export class Redlock {
 
   #ask(node: number, script: Script, keys: string[], args: string[]): Promise<Vote> {
     const deadline = this.#clock.timeout(this.options.nodeTimeout);
-    return castVote(this.nodes[node], script, keys, args, deadline.signal).finally(deadline.clear);
+    return castVote(this.nodes[node], script, keys, args, deadline.signal, this.#secrets).finally(deadline.clear);
   }
 
-  /** Releases each node once its outstanding reply (acquire or extend) is in, except nodes that denied (they set nothing). */
+  /** Releases each node once its outstanding acquire reply is in, except nodes that denied (they set nothing). */
   #releaseAfter(acquired: Map<number, Promise<Vote>>, keys: string[], value: string): Promise<void> {
     return Promise.all(
       [...acquired].map(async ([node, vote]) => {
@@ -245,25 +260,24 @@ export class Redlock {
   }
 }
 
-function toNodes(nodes: readonly NodeInput[]): RedlockNode[] {
+/** The nodes as the lock uses them, and the tokens of those it builds (to keep out of failure texts). */
+function toNodes(nodes: readonly NodeInput[]): { built: RedlockNode[]; secrets: string[] } {
   if (!Array.isArray(nodes) || nodes.length === 0) throw new InvalidArgumentError("nodes", "must hold at least one node");
-  const urls = new Set<string>();
-  return nodes.map((node, i) => {
+  const identities = new Set<string>();
+  const secrets: string[] = [];
+  const built = Array.from({ length: nodes.length }, (_, i) => {
+    const node: unknown = nodes[i];
     if (typeof node !== "object" || node === null) throw new InvalidArgumentError(`nodes[${i}]`, "must be { url, token }, a Redis instance or a RedlockNode");
     if (typeof (node as RedlockNode).run === "function") return node as RedlockNode;
     if (typeof (node as ScriptClient).evalsha === "function") return upstashNode(node as ScriptClient, `node${i}`);
-    const { url, token } = node as NodeConfig;
-    if (typeof url !== "string" || !/^https?:\/\/[^\s/?#]+/.test(url) || !URL.canParse(url)) {
-      throw new InvalidArgumentError(`nodes[${i}].url`, "must be an http(s) URL");
-    }
-    if (typeof token !== "string" || token.trim() === "" || token.trim() !== token) {
-      throw new InvalidArgumentError(`nodes[${i}].token`, "must be a non-empty string without surrounding whitespace");
-    }
-    const normalized = new URL(url).href;
-    if (urls.has(normalized)) throw new InvalidArgumentError(`nodes[${i}].url`, "repeats another node: the databases must be independent");
-    urls.add(normalized);
-    return upstashNode({ url, token });
+    const identity = checkUrl((node as NodeConfig).url, `nodes[${i}].url`);
+    const token = checkToken((node as NodeConfig).token, `nodes[${i}].token`);
+    if (identities.has(identity)) throw new InvalidArgumentError(`nodes[${i}].url`, "repeats another node: the databases must be independent");
+    identities.add(identity);
+    secrets.push(token);
+    return upstashNode({ url: (node as NodeConfig).url, token });
   });
+  return { built, secrets };
 }
 
 function retryDelay(delay: number, jitter: number): number {
@@ -276,20 +290,16 @@ function tally(attempt: number, round: Round, start: number, end: number, validi
 }
 
 /**
- * Adds the requests of `round` still out when it was decided to `late`, by node; an entry leaves
- * once every reply for its node is in. A node's entry resolves `denied` only when every reply
- * there was `denied` (nothing set), so release skips only nodes where nothing can have landed.
+ * Per node, the acquire reply still out when the round was decided; an entry leaves once its reply is
+ * in (the acquire ran before any later release was sent). Release undoes the entries left at its call.
  */
-function trackStragglers(late: Map<number, Promise<Vote>>, round: Round): Map<number, Promise<Vote>> {
+function stragglers(round: Round): Map<number, Promise<Vote>> {
+  const late = new Map<number, Promise<Vote>>();
   for (const vote of round.votes) {
     if (vote.outcome !== "unanswered") continue;
     const reply = round.settled[vote.node];
-    const earlier = late.get(vote.node);
-    const joined = earlier ? Promise.all([earlier, reply]).then(([a, b]) => (a.outcome === "denied" ? b : a)) : reply;
-    late.set(vote.node, joined);
-    void joined.then(() => {
-      if (late.get(vote.node) === joined) late.delete(vote.node);
-    });
+    late.set(vote.node, reply);
+    void reply.then(() => late.delete(vote.node));
   }
   return late;
 }

@@ -62,6 +62,12 @@ return {1}`,
   vote: grantOrRefuse,
 };
 
+/**
+ * {@link ACQUIRE} with fence counters in KEYS: the same script, but only a grant that carries a
+ * counter (`{1, "<digits>"}`) counts; a bare `{1}` is an error vote.
+ */
+export const FENCED_ACQUIRE: Script = { ...ACQUIRE, vote: grantWithFence };
+
 /** ARGV[1] value. Deletes each key that still holds the value; returns how many. */
 export const RELEASE: Script = {
   name: "release",
@@ -80,16 +86,21 @@ return released`,
 };
 
 /**
- * ARGV[1] value, ARGV[2] ttl ms. Refuses if another value holds any key; otherwise sets every key
- * to the value with the new ttl — re-seeding a node that lost the key, e.g. after a restart.
+ * ARGV[1] value, ARGV[2] ttl ms. Where every key still holds the value, moves each key's expiry to at
+ * least ttl from now and grants; otherwise refuses (PTTL of the first key it does not hold: -2 when gone).
+ * It never shortens a key and never creates one: a late extension, or one that lands after the release,
+ * can neither cut short a validity reported earlier nor bring a released lock back (docs/SAFETY.md).
  */
 export const EXTEND: Script = {
   name: "extend",
   lua: `for i = 1, #KEYS do
-  local current = redis.call("GET", KEYS[i])
-  if current and current ~= ARGV[1] then return {0, redis.call("PTTL", KEYS[i])} end
+  if redis.call("GET", KEYS[i]) ~= ARGV[1] then return {0, redis.call("PTTL", KEYS[i])} end
 end
-for i = 1, #KEYS do redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2]) end
+local ttl = tonumber(ARGV[2])
+for i = 1, #KEYS do
+  local pttl = redis.call("PTTL", KEYS[i])
+  if pttl >= 0 and pttl < ttl then redis.call("PEXPIRE", KEYS[i], ttl) end
+end
 return {1}`,
   vote: grantOrRefuse,
 };
@@ -150,16 +161,23 @@ return {1, redis.call("GET", KEYS[1])}`,
   },
 };
 
-/** `{1}` or `{1, fence}` grants; `{0, pttl}` refuses; nothing else counts. */
+/** `{1}` grants; `{0, pttl}` refuses; nothing else counts. */
 function grantOrRefuse(reply: unknown): Vote {
-  if (!Array.isArray(reply)) return unexpected(reply);
-  if (reply.length === 1 && reply[0] === 1) return { outcome: "granted" };
-  if (reply.length === 2 && reply[0] === 1) {
+  if (Array.isArray(reply) && reply.length === 1 && reply[0] === 1) return { outcome: "granted" };
+  return refusal(reply);
+}
+
+/** `{1, fence}` grants (fence: a canonical decimal, or a safe integer); `{0, pttl}` refuses; nothing else counts. */
+function grantWithFence(reply: unknown): Vote {
+  if (Array.isArray(reply) && reply.length === 2 && reply[0] === 1) {
     const fence = typeof reply[1] === "number" && Number.isSafeInteger(reply[1]) ? String(reply[1]) : reply[1];
     if (typeof fence === "string" && DECIMAL.test(fence)) return { outcome: "granted", fence };
-    return unexpected(reply);
   }
-  if (reply.length === 2 && reply[0] === 0 && isInteger(reply[1]) && reply[1] >= -2) return { outcome: "denied", pttl: reply[1] };
+  return refusal(reply);
+}
+
+function refusal(reply: unknown): Vote {
+  if (Array.isArray(reply) && reply.length === 2 && reply[0] === 0 && isInteger(reply[1]) && reply[1] >= -2) return { outcome: "denied", pttl: reply[1] };
   return unexpected(reply);
 }
 

@@ -1,6 +1,7 @@
 // The demo app: lock-protected routes on real state kept in Redis. Runtime-neutral (Workers, Deno, Node, Bun).
 import { Redis } from "@upstash/redis/cloudflare";
 import { Hono, type Context } from "hono";
+import { streamText } from "hono/streaming";
 import { env as runtimeEnv } from "hono/adapter";
 import { Redlock, envNames, nodesFromEnv } from "../src/index.ts";
 import { redlock, type RedlockVariables } from "../src/hono.ts";
@@ -13,6 +14,9 @@ interface Stock {
 
 /** How long a reservation "works" between its read and its write, to make the race visible (ms). */
 const WORK_MS = 30;
+
+/** Time between two lines of a streamed report (ms). */
+const REPORT_LINE_MS = 100;
 
 const stores = new Map<string, Redis>();
 
@@ -70,6 +74,7 @@ export function createApp(options: AppOptions = {}): Hono<{ Variables: RedlockVa
         "POST /stock/:item/reserve         reserve one, under a lock (?wait=ms to queue instead of 423)",
         "POST /stock/:item/reserve-unsafe  the same read-modify-write without the lock",
         "POST /jobs/:name/run              run a job exactly once",
+        "POST /reports/:name/stream        stream a report line by line; one stream per report at a time (?lines=n)",
         "GET  /status/:key                 per node: is the key locked, and its PTTL",
       ].join("\n") + "\n",
     ),
@@ -110,6 +115,20 @@ export function createApp(options: AppOptions = {}): Hono<{ Variables: RedlockVa
     await redis.set(`job:${name}:done`, "1");
     return c.json({ ran: true, runs });
   });
+
+  // A streamed response (as an AI answer would be): the lock is held, and extended, until the last line is out.
+  app.post(
+    "/reports/:name/stream",
+    redlock((c) => `lock:report:${c.req.param("name")}`, { ...lockOptions, ttl: 2_000 }),
+    (c) =>
+      streamText(c, async (out) => {
+        const lines = Math.min(Math.max(Number(c.req.query("lines") ?? 10) || 10, 1), 100);
+        for (let i = 1; i <= lines && !out.aborted; i++) {
+          await out.writeln(`report ${c.req.param("name")}: line ${i} of ${lines}`);
+          await out.sleep(REPORT_LINE_MS);
+        }
+      }),
+  );
 
   app.get("/status/:key", async (c) => {
     const key = c.req.param("key");

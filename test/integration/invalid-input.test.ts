@@ -38,6 +38,15 @@ describe("invalid input", () => {
       ["token empty", () => new Redlock([{ url: "https://x.test", token: "" }])],
       ["token padded", () => new Redlock([{ url: "https://x.test", token: " secret" }])],
       ["same node twice", () => new Redlock([nodes[0], { ...nodes[0] }])],
+      ["same node twice, one with /#a", () => new Redlock([nodes[0], { ...nodes[0], url: `${nodes[0].url}/#a` }])],
+      ["same node twice, one with /?a", () => new Redlock([nodes[0], { ...nodes[0], url: `${nodes[0].url}/?a` }])],
+      ["same node twice, one with a trailing slash", () => new Redlock([nodes[0], { ...nodes[0], url: `${nodes[0].url}/` }])],
+      ["url with $ host", () => new Redlock([{ url: "https://$host.example", token: "t" }])],
+      ["url with a trailing newline", () => new Redlock([{ url: "https://db.example\n", token: "t" }])],
+      ["url with a space", () => new Redlock([{ url: "https://db.example/ x", token: "t" }])],
+      ["url with credentials", () => new Redlock([{ url: "https://user:pass@db.example", token: "t" }])],
+      ["token with a newline", () => new Redlock([{ url: "https://db.example", token: "abc\ndef" }])],
+      ["token with a space inside", () => new Redlock([{ url: "https://db.example", token: "abc def" }])],
       ["options not an object", () => new Redlock(nodes, "fast" as never)],
       ["retryCount fractional", () => new Redlock(nodes, { retryCount: 1.5 })],
       ["retryCount NaN", () => new Redlock(nodes, { retryCount: Number.NaN })],
@@ -56,6 +65,8 @@ describe("invalid input", () => {
       ["empty key", () => redlock.acquire(["ok", ""], 1_000)],
       ["duplicate keys", () => redlock.acquire(["a", "b", "a"], 1_000)],
       ["resources object", () => redlock.acquire({} as never, 1_000)],
+      ["resources sparse", () => redlock.acquire(["a", , "b"] as string[], 1_000)],
+      ["resource in the fence namespace", () => redlock.acquire(["edge-redlock:fence:orders"], 1_000)],
       ["ttl NaN", () => redlock.acquire(["a"], Number.NaN)],
       ["ttl Infinity", () => redlock.acquire(["a"], Number.POSITIVE_INFINITY)],
       ["ttl negative", () => redlock.acquire(["a"], -1_000)],
@@ -119,6 +130,10 @@ describe("middleware options", () => {
     for (const options of [{ ttl: 0 }, { ttl: 1.5 }, { ttl: Number.NaN }, { wait: -1 }, { maxHold: 0 }, { lostHeader: "bad header" }]) {
       expect(() => redlock("k", options), JSON.stringify(options)).toThrow(InvalidArgumentError);
     }
+    // A ttl not above nodeTimeout: the default Redlock's (500 ms), or the given one's.
+    expect(() => redlock("k", { ttl: 300 })).toThrow(InvalidArgumentError);
+    expect(() => redlock("k", { ttl: 300, redlock: new Redlock(env.cluster.nodes, { nodeTimeout: 400 }) })).toThrow(InvalidArgumentError);
+    expect(() => redlock("k", { ttl: 300, redlock: new Redlock(env.cluster.nodes, { nodeTimeout: 200 }) })).not.toThrow();
     expect(() => redlock(42 as never)).toThrow(InvalidArgumentError);
   });
 });

@@ -1,8 +1,10 @@
 // No error message, tally, log line or thrown object contains a REST token or a lock value.
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { inspect } from "node:util";
 import { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LockExtensionError, Redlock } from "../../src/index.ts";
+import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, Redlock } from "../../src/index.ts";
 import { redlock as guard } from "../../src/hono.ts";
 import { useCluster } from "./fixture.ts";
 
@@ -75,5 +77,66 @@ describe("secrets stay out of everything the library produces", () => {
     }
     // The lock value is still there for the owner who asks for it.
     expect(lock.value).toMatch(/^[0-9a-f]{40}$/);
+  });
+});
+
+describe("secrets in node configuration and in what servers answer", () => {
+  it("a URL with credentials, a query or a fragment, and a token with whitespace or control characters, are refused without echoing them", () => {
+    const url = env.cluster.nodes[0].url;
+    const cases: [string, { url: string; token: string }, string][] = [
+      ["credentials", { url: url.replace("http://", "http://user:s3cr3tpass@"), token: "tok" }, "s3cr3tpass"],
+      ["user only", { url: url.replace("http://", "http://s3cr3tuser@"), token: "tok" }, "s3cr3tuser"],
+      ["query", { url: `${url}/?token=s3cr3tquery`, token: "tok" }, "s3cr3tquery"],
+      ["fragment", { url: `${url}/#s3cr3tfrag`, token: "tok" }, "s3cr3tfrag"],
+      ["token with a newline", { url, token: "Bearer-abc\nSECRETTOKENTAIL" }, "SECRETTOKENTAIL"],
+      ["token with a space", { url, token: "abc SECRETTOKENTAIL" }, "SECRETTOKENTAIL"],
+      ["token with a tab", { url, token: "abc\tSECRETTOKENTAIL" }, "SECRETTOKENTAIL"],
+      ["token with a NUL", { url, token: "abc\u0000SECRETTOKENTAIL" }, "SECRETTOKENTAIL"],
+    ];
+    for (const [name, node, secret] of cases) {
+      let thrown: unknown;
+      try {
+        new Redlock([node]);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, name).toBeInstanceOf(InvalidArgumentError);
+      for (const text of texts(thrown)) expect(text, name).not.toContain(secret);
+    }
+  });
+
+  it("a server that echoes the Authorization header in its error body does not put the token into any vote, message or log", async () => {
+    const servers = await Promise.all(
+      [0, 1, 2].map(
+        () =>
+          new Promise<ReturnType<typeof createServer>>((resolve) => {
+            const server = createServer((req, res) => {
+              req.resume();
+              res.writeHead(500, { "content-type": "application/json" });
+              res.end(JSON.stringify({ error: `ERR unauthorized: got ${req.headers.authorization} from //admin:hunter2pass@proxy` }));
+            });
+            server.listen(0, "127.0.0.1", () => resolve(server));
+          }),
+      ),
+    );
+    try {
+      const tokens = ["EchoedToken-0-abcdefgh", "EchoedToken-1-abcdefgh", "EchoedToken-2-abcdefgh"];
+      const nodes = [
+        ...servers.map((server, i) => ({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: tokens[i] })),
+        ...env.cluster.nodes.slice(3).map(({ url, token }) => ({ url, token })),
+      ];
+      const error = await new Redlock(nodes, { retryCount: 0 }).acquire(["s:echo"], 2_000).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockAcquisitionError);
+      const failure = error as LockAcquisitionError;
+      expect(failure.reason).toBe("unreachable");
+      expect(failure.attempts[0].votes.slice(0, 3).map((v) => v.outcome)).toEqual(["error", "error", "error"]);
+      expect(failure.message).toContain("unauthorized"); // the server's words stay, the secrets go
+      for (const text of [...texts(error), ...logged]) {
+        for (const token of [...tokens, ...env.cluster.nodes.map((n) => n.token)]) expect(text).not.toContain(token);
+        expect(text).not.toContain("hunter2pass");
+      }
+    } finally {
+      for (const server of servers) server.close();
+    }
   });
 });

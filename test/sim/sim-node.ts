@@ -1,4 +1,5 @@
-// An in-memory Redis node on a virtual clock, with the semantics of the library's three scripts.
+// An in-memory Redis node on a virtual clock, with the semantics of the library's scripts
+// (test/integration/sim-conformance.test.ts runs the same operations on real Redis and compares).
 import type { RedlockNode } from "../../src/node.ts";
 import type { Script } from "../../src/scripts.ts";
 import type { VirtualClock } from "./virtual-clock.ts";
@@ -25,6 +26,8 @@ export class SimNode implements RedlockNode {
   readonly requests: SimRequest[] = [];
   /** A request the caller gave up on still runs when it arrives (the network delivered it anyway). */
   deliverLate = false;
+  /** Negative control: the extend script as it was before it stopped shortening and re-seeding keys (SET PX every time). */
+  legacyExtend = false;
   /** Negative control: answer the fencing write-back round without raising any counter. */
   ignoreFenceWriteBack = false;
   /** This node's clock runs ahead (+) or behind (−) the simulation's by this many ms (its TIME). */
@@ -127,11 +130,14 @@ export class SimNode implements RedlockNode {
       }
       return released;
     }
-    for (const key of keys) {
-      const current = this.get(key);
-      if (current !== undefined && current !== value) return [0, this.pttl(key)];
+    if (this.legacyExtend) {
+      for (const key of keys) if (this.get(key) !== undefined && this.get(key) !== value) return [0, this.pttl(key)];
+      for (const key of keys) this.set(key, value, ttl);
+      return [1];
     }
-    for (const key of keys) this.set(key, value, ttl);
+    // extend: only where every key still holds the value; never shortens, never creates.
+    for (const key of keys) if (this.get(key) !== value) return [0, this.pttl(key)];
+    for (const key of keys) if (this.pttl(key) < ttl) this.set(key, value, ttl);
     return [1];
   }
 }

@@ -79,6 +79,24 @@ describe("inside workerd", () => {
     }
   });
 
+  it("a streamed response holds the lock until its last line is out, then releases it through waitUntil", async () => {
+    const first = await worker("/reports/wd-stream/stream?lines=8", { method: "POST" });
+    expect(first.status).toBe(200);
+    const reader = first.body!.getReader();
+    await reader.read();
+    // Mid-stream: a second run of the same report is refused (before the fix it got 200 while the first still streamed).
+    await new Promise((r) => setTimeout(r, 300));
+    const second = await worker("/reports/wd-stream/stream?lines=1", { method: "POST" });
+    expect(second.status).toBe(423);
+    await second.body?.cancel();
+    let text = "";
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += new TextDecoder().decode(chunk.value);
+    expect(text).toContain("line 8 of 8");
+    // Released after the body ended: the lock's ttl is 2 s, so getting it within 1.5 s proves it was released.
+    const lock = await new Redlock(nodes).acquire(["lock:report:wd-stream"], 2_000, { maxWait: 1_500, retryDelay: 50, retryJitter: 25 });
+    await lock.release();
+  });
+
   it("handler throws → the lock is released", async () => {
     // /jobs/:name/run throws inside the handler when the store holds a non-numeric run counter.
     const redlock = new Redlock(nodes);
