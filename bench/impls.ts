@@ -27,7 +27,7 @@ export interface ImplOptions {
 
 /** The physical floor: raw fetch carrying the same scripts to the same bridges, fanned out and decided the same way. */
 export async function floorImpl(nodes: ClusterNode[], options: ImplOptions, { loadScripts = true } = {}): Promise<Impl> {
-  const [acquireSha, releaseSha] = await Promise.all([scriptShaOf(ACQUIRE), scriptShaOf(RELEASE)]);
+  const [acquireSha, releaseSha] = await Promise.all([scriptShaOf(ACQUIRE.lua), scriptShaOf(RELEASE.lua)]);
   const quorum = Math.floor(nodes.length / 2) + 1;
   const call = (node: ClusterNode, body: unknown[]) => {
     const controller = new AbortController();
@@ -99,7 +99,7 @@ async function retryFor(wait: number, options: ImplOptions, attempt: () => Promi
  * (`bench/where.ts`).
  */
 export async function upstashDirectImpl(nodes: ClusterNode[], options: ImplOptions): Promise<Impl> {
-  const [acquireSha, releaseSha] = await Promise.all([scriptShaOf(ACQUIRE), scriptShaOf(RELEASE)]);
+  const [acquireSha, releaseSha] = await Promise.all([scriptShaOf(ACQUIRE.lua), scriptShaOf(RELEASE.lua)]);
   const quorum = Math.floor(nodes.length / 2) + 1;
   let nextSignal: AbortSignal | undefined;
   const clients = nodes.map(

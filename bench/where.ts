@@ -66,7 +66,7 @@ console.log(
 );
 
 // The same three clients with fetch answered in-process: what each costs on the client alone.
-const acquireSha = await scriptShaOf(ACQUIRE);
+const acquireSha = await scriptShaOf(ACQUIRE.lua);
 globalThis.fetch = (async (_input: RequestInfo | URL, init?: RequestInit) => {
   sent.push(performance.now());
   const command = JSON.parse(String(init?.body)) as unknown[];

@@ -39,6 +39,10 @@ export interface Counters {
   inFlight: number;
   /** Commands run, by lower-case name (pipelines count each command). */
   commands: Record<string, number>;
+  /** Script commands (EVAL, EVALSHA, SCRIPT LOAD) whose script carries Upstash's key-locking flag. */
+  flaggedScripts: number;
+  /** Requests to `/pipeline`. */
+  pipelines: number;
 }
 
 const NO_FAULTS: Faults = { latencyMs: 0, hang: false, status: null, garbage: null, rejectKeyLocking: false };
@@ -231,6 +235,7 @@ export class Bridge {
     }
     if (path === "/pipeline" || path === "/multi-exec") {
       const commands = toCommands(body);
+      if (path === "/pipeline") this.counters.pipelines++;
       const conn = path === "/pipeline" ? this.#shared : await this.#dedicated();
       try {
         const batch = path === "/pipeline" ? conn.pipeline() : conn.multi();
@@ -271,6 +276,7 @@ export class Bridge {
   #count(command: string[]): void {
     const name = command[0].toLowerCase();
     this.counters.commands[name] = (this.counters.commands[name] ?? 0) + 1;
+    if (this.#keyLocking.carriesFlag(command)) this.counters.flaggedScripts++;
   }
 
   async #serveAdmin(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -284,6 +290,7 @@ export class Bridge {
       else if (path === "/reset") {
         this.setFaults({ ...NO_FAULTS });
         this.resetCounters();
+        this.#keyLocking.forget();
       } else if (path === "/counters/reset") this.resetCounters();
       else if (path.startsWith("/redis/") && this.onAdmin) await this.onAdmin(path.slice("/redis/".length));
       else return send(res, 404, { error: `no such admin endpoint: ${path}` });
@@ -302,7 +309,7 @@ export class Bridge {
 class NotFound extends Error {}
 
 function emptyCounters(): Counters {
-  return { received: 0, answered: 0, abandoned: 0, waiting: 0, inFlight: 0, commands: {} };
+  return { received: 0, answered: 0, abandoned: 0, waiting: 0, inFlight: 0, commands: {}, flaggedScripts: 0, pipelines: 0 };
 }
 
 function parseFaults(body: string): Partial<Faults> {

@@ -1,26 +1,6 @@
 // Upstash's `allow-key-locking` script flag on top of plain Redis 7, which rejects it.
 import { createHash } from "node:crypto";
-
-/** The shebang flag Upstash reads to lock only the keys in KEYS while a script runs. */
-export const KEY_LOCKING_FLAG = "allow-key-locking";
-
-const SHEBANG = /^#!lua(?:[ \t]+flags=([^\n]*))?\n/;
-
-/**
- * The script as plain Redis accepts it: without the key-locking flag (and without the shebang line
- * when that was its only flag). Returns the script unchanged when it carries no such flag.
- * @example
- * stripKeyLocking("#!lua flags=allow-key-locking\nreturn 1"); // "return 1"
- */
-export function stripKeyLocking(lua: string): string {
-  const match = SHEBANG.exec(lua);
-  if (!match?.[1]) return lua;
-  const flags = match[1].split(",").map((f) => f.trim());
-  if (!flags.includes(KEY_LOCKING_FLAG)) return lua;
-  const rest = flags.filter((f) => f !== KEY_LOCKING_FLAG && f !== "");
-  const body = lua.slice(match[0].length);
-  return rest.length === 0 ? body : `#!lua flags=${rest.join(",")}\n${body}`;
-}
+import { withoutKeyLocking } from "../src/scripts.ts";
 
 /** SHA-1 of a script, as Redis names it for EVALSHA. */
 export function sha1(text: string): string {
@@ -55,6 +35,20 @@ export class KeyLockingShim {
     return command;
   }
 
+  /** Whether `command` runs a script that carries the key-locking flag (EVAL, SCRIPT LOAD, or EVALSHA of such a script). */
+  carriesFlag(command: string[]): boolean {
+    const name = command[0].toLowerCase();
+    if (name === "eval" || name === "eval_ro") return command[1] !== undefined && withoutKeyLocking(command[1]) !== command[1];
+    if (name === "script" && command[1]?.toLowerCase() === "load") return command[2] !== undefined && withoutKeyLocking(command[2]) !== command[2];
+    if (name === "evalsha" || name === "evalsha_ro") return this.#shas.has(command[1]?.toLowerCase() ?? "");
+    return false;
+  }
+
+  /** Forgets the scripts seen (as a SCRIPT FLUSH does on Redis). */
+  forget(): void {
+    this.#shas.clear();
+  }
+
   /** The answer to SCRIPT LOAD is the SHA the client computed over what it sent. */
   loadedSha(command: string[]): string | undefined {
     if (!this.accept || command[0].toLowerCase() !== "script" || command[1]?.toLowerCase() !== "load") return undefined;
@@ -62,7 +56,7 @@ export class KeyLockingShim {
   }
 
   #register(lua: string): string {
-    const stripped = stripKeyLocking(lua);
+    const stripped = withoutKeyLocking(lua);
     if (stripped !== lua) this.#shas.set(sha1(lua), sha1(stripped));
     return stripped;
   }

@@ -2,7 +2,7 @@
 import { InvalidArgumentError } from "./errors.ts";
 import { RESERVED_PREFIX } from "./options.ts";
 import type { ScriptClient } from "./node.ts";
-import { DECIMAL, FENCED_READ, FENCED_WRITE } from "./scripts.ts";
+import { DECIMAL, FENCED_READ, FENCED_WRITE, rejectsKeyLocking, withoutKeyLocking, type Script } from "./scripts.ts";
 
 /** Prefix of the per-resource counter keys on the lock nodes (they never expire); resources may not use it. */
 export const FENCE_PREFIX = `${RESERVED_PREFIX}fence:`;
@@ -56,7 +56,7 @@ export interface FencedWriteOptions {
 export async function fencedWrite(redis: Pick<ScriptClient, "eval">, key: string, value: string, fence: string, options: FencedWriteOptions = {}): Promise<boolean> {
   if (typeof value !== "string") throw new InvalidArgumentError("value", "must be a string");
   const tokenKey = checkFenced(key, fence, options);
-  const reply = await redis.eval(FENCED_WRITE.lua, [key, tokenKey], [fence, value]);
+  const reply = await evalScript(redis, FENCED_WRITE, [key, tokenKey], [fence, value]);
   const vote = FENCED_WRITE.vote(typeof reply === "string" && DECIMAL.test(reply) ? Number(reply) : reply);
   if (vote.outcome === "error") throw new Error(`fencedWrite: ${vote.cause}`);
   return vote.outcome === "granted";
@@ -78,12 +78,22 @@ export async function fencedRead(
   options: FencedWriteOptions = {},
 ): Promise<{ accepted: true; value: string | null } | { accepted: false }> {
   const tokenKey = checkFenced(key, fence, options);
-  const reply = await redis.eval(FENCED_READ.lua, [key, tokenKey], [fence]);
+  const reply = await evalScript(redis, FENCED_READ, [key, tokenKey], [fence]);
   const vote = FENCED_READ.vote(reply);
   if (vote.outcome === "error") throw new Error(`fencedRead: ${vote.cause}`);
   if (vote.outcome === "denied") return { accepted: false };
   const value = (reply as unknown[])[1];
   return { accepted: true, value: value === null || value === undefined ? null : String(value) };
+}
+
+/** EVAL with Upstash's key-locking flag, and without it where the database rejects the flag. */
+async function evalScript(redis: Pick<ScriptClient, "eval">, script: Script, keys: string[], args: string[]): Promise<unknown> {
+  try {
+    return await redis.eval(script.lua, keys, args);
+  } catch (error) {
+    if (!rejectsKeyLocking(error)) throw error;
+    return await redis.eval(withoutKeyLocking(script.lua), keys, args);
+  }
 }
 
 function checkFenced(key: unknown, fence: unknown, options: FencedWriteOptions): string {

@@ -7,7 +7,7 @@ import { InvalidArgumentError, LockAcquisitionError, type FailureReason } from "
 import { watchBody } from "./body.ts";
 import { DEFAULTS, checkDuration, checkTtl } from "./options.ts";
 import { keepLock } from "./keeper.ts";
-import { releaseFully, type Lock } from "./lock.ts";
+import type { Lock } from "./lock.ts";
 import { Redlock } from "./redlock.ts";
 
 /** What the middleware hands on as `c.var.lock`. */
@@ -145,11 +145,12 @@ export const redlock = <E extends Env = Env>(
         c.res = watched.response;
         ended = watched.ended;
       }
-      const released = ended.then(() => keeper.stop()).then(() => releaseFully(lock));
+      const released = ended.then(() => keeper.stop()).then(() => lock.release());
       const execution = executionContext(c);
-      if (execution) execution.waitUntil(released);
-      // Elsewhere a body that ends at once (not streamed) is released before the response goes out, as
-      // before; a streamed one is released in the background once it ends.
+      // On Workers everything, the release's pending requests too, goes to waitUntil.
+      if (execution) execution.waitUntil(released.then((result) => result.pending));
+      // Elsewhere a body that ends at once (not streamed) is released before the response goes out;
+      // a streamed one in the background once it ends. Neither waits for a hung node (pending).
       else if (await endsAtOnce(ended)) await released;
     }
   });

@@ -3,8 +3,9 @@
 import type { NodeVote, Vote } from "./vote.ts";
 
 /**
- * What {@link Lock.release} reports. `released` counts the nodes that deleted the lock's keys;
- * nodes that no longer held them (expired, or taken over) are not errors.
+ * What {@link Lock.release} reports, as it stood when a quorum had answered. `released` counts the
+ * nodes that deleted the lock's keys; nodes that no longer held them (expired, or taken over) are not
+ * errors; nodes that had not answered yet are `unanswered` in `votes`.
  * @example
  * const { released, errors, pending } = await lock.release();
  * ctx.waitUntil(pending);
@@ -15,8 +16,9 @@ export interface ReleaseResult {
   errors: number;
   votes: NodeVote[];
   /**
-   * Follow-up releases for nodes whose acquire reply was still outstanding at release time (so a
-   * late-landing acquire is undone too). Resolves within nodeTimeout of that reply; never rejects.
+   * What runs on after `release()` resolved: the release requests still out when a quorum had answered,
+   * and a follow-up release for each acquire reply that was still on its way at release time (so a
+   * late-landing acquire is undone too). Each request is bounded by nodeTimeout; never rejects.
    * On Workers, hand it to `ctx.waitUntil`.
    */
   pending: Promise<void>;
@@ -49,14 +51,6 @@ export function lockState(lock: Lock): LockState {
   const state = states.get(lock);
   if (!state) throw new TypeError("not a lock made by this library");
   return state;
-}
-
-/**
- * @internal Releases `lock` and waits for {@link ReleaseResult.pending} too: nothing of the lock is
- * left in flight. What `await using`, `using()` and the Hono middleware end with.
- */
-export async function releaseFully(lock: Lock): Promise<void> {
-  await (await lock.release()).pending;
 }
 
 const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? (Symbol.for("Symbol.asyncDispose") as typeof Symbol.asyncDispose);
@@ -124,13 +118,14 @@ export class Lock {
   }
 
   /**
-   * Releases at the end of an `await using` scope, and waits for {@link ReleaseResult.pending} too,
-   * so an acquire reply still in flight when the scope ended is undone before the scope is left.
+   * Releases at the end of an `await using` scope: the scope is left once a quorum answered the
+   * release, as with `release()`; {@link ReleaseResult.pending} runs on in the background (on Workers,
+   * call `release()` yourself and hand `pending` to `ctx.waitUntil`).
    * @example
    * await using lock = await redlock.acquire(["k"], 5_000);
    */
-  [asyncDispose](): Promise<void> {
-    return releaseFully(this);
+  async [asyncDispose](): Promise<void> {
+    await this.release();
   }
 
   /** Keeps the value out of `JSON.stringify` and logs. */

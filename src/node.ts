@@ -1,6 +1,7 @@
 // One Redis database: runs a script under a signal and turns whatever happens into a vote.
 import { Redis } from "@upstash/redis/cloudflare";
-import { scriptSha, type Script } from "./scripts.ts";
+import { batching, type Outcome, type Send, type Transport } from "./batch.ts";
+import { rejectsKeyLocking, scriptSha, withoutKeyLocking, type Script } from "./scripts.ts";
 import type { Vote } from "./vote.ts";
 
 /**
@@ -48,23 +49,57 @@ export const CLIENT_SETTINGS = {
   readYourWrites: false,
 } as const;
 
+/** Options of {@link upstashNode}. */
+export interface UpstashNodeOptions {
+  /** A name for tallies (default: the URL's host, or "redis" for a `Redis` instance). */
+  label?: string;
+  /**
+   * Send the requests that start in the same turn as one pipeline request (default true). Applies to
+   * the clients the library builds from `{ url, token }`; a `Redis` instance you pass is used as is.
+   */
+  batching?: boolean;
+}
+
+/** One EVAL or EVALSHA, as the batcher carries it. */
+interface EvalCommand {
+  kind: "eval" | "evalsha";
+  /** The Lua source (eval) or its SHA-1 (evalsha). */
+  script: string;
+  keys: string[];
+  args: string[];
+}
+
+/** Whether a node still gets scripts with the key-locking flag: true until it rejects the flag. */
+interface KeyLockingState {
+  accepted: boolean;
+}
+
 /**
  * A node over `@upstash/redis`. Given `{ url, token }`, it builds the client the lock needs:
- * no client retries (the lock's retry loop is the only one), no auto-pipelining (one request now,
- * not in a later microtask), no automatic deserialization, no base64 response encoding, no
- * read-your-writes token (every command is a script on the primary), and the per-request signal wired into
- * `fetch` so a timed-out request is really cancelled. Given a `Redis` instance, it uses it as is and
- * stops waiting when the signal aborts (see the README for the settings such an instance needs).
+ * no client retries (the lock's retry loop is the only one), no auto-pipelining (its own batching
+ * instead: the requests that start in the same turn go out as one pipeline request, a lone one as a
+ * plain request), no automatic deserialization, no base64 response encoding, no read-your-writes token
+ * (every command is a script on the primary), and the per-request signal wired into `fetch` so a
+ * timed-out request is really cancelled. Given a `Redis` instance, it uses it as is, one request per
+ * command, and stops waiting when the signal aborts (see the README for the settings such an instance
+ * needs). Either way it sends the scripts with Upstash's key-locking flag until the node rejects it.
  * @example
  * const node = upstashNode({ url: env.UPSTASH_REDIS_REST_URL_1, token: env.UPSTASH_REDIS_REST_TOKEN_1 });
  */
-export function upstashNode(target: NodeConfig | ScriptClient, label?: string): RedlockNode {
+export function upstashNode(target: NodeConfig | ScriptClient, options: UpstashNodeOptions | string = {}): RedlockNode {
+  const { label, batching: batched = true } = typeof options === "string" ? { label: options } : options;
+  const keyLocking: KeyLockingState = { accepted: true };
   if (isScriptClient(target)) {
-    return {
-      label: label ?? "redis",
-      run: (script, keys, args, signal) => untilAborted(evalScript(target, script, keys, args), signal),
-    };
+    const send = (c: EvalCommand, signal: AbortSignal) => untilAborted(c.kind === "evalsha" ? target.evalsha(c.script, c.keys, c.args) : target.eval(c.script, c.keys, c.args), signal);
+    return { label: label ?? "redis", run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, keyLocking) };
   }
+  const transport = clientTransport(target);
+  const send: Send<EvalCommand> = batched ? batching(transport) : transport.one;
+  return { label: label ?? new URL(target.url).host, run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, keyLocking) };
+}
+
+/** EVAL and EVALSHA over a client the library builds, each request under its own signal. */
+function clientTransport(target: NodeConfig): Transport<EvalCommand> {
   let nextSignal: AbortSignal | undefined;
   const client = new Redis({
     url: target.url,
@@ -82,28 +117,48 @@ export function upstashNode(target: NodeConfig | ScriptClient, label?: string): 
     }
   };
   return {
-    label: label ?? new URL(target.url).host,
-    run: (script, keys, args, signal) =>
-      evalScript(
-        {
-          evalsha: (sha, k, a) => withSignal(signal, () => client.evalsha(sha, k, a)),
-          eval: (lua, k, a) => withSignal(signal, () => client.eval(lua, k, a)),
-        },
-        script,
-        keys,
-        args,
-      ),
+    one: (c, signal) => withSignal(signal, () => (c.kind === "evalsha" ? client.evalsha(c.script, c.keys, c.args) : client.eval(c.script, c.keys, c.args))),
+    many: (commands, signal) =>
+      withSignal(signal, () => {
+        const pipeline = client.pipeline();
+        for (const c of commands) {
+          if (c.kind === "evalsha") pipeline.evalsha(c.script, c.keys, c.args);
+          else pipeline.eval(c.script, c.keys, c.args);
+        }
+        return pipeline.exec({ keepErrors: true });
+      }).then(toOutcomes, (error: unknown) => {
+        // A reply that is JSON but not a list of results fails inside @upstash/redis with a TypeError.
+        if (!signal.aborted && error instanceof TypeError && /is not a function|Cannot read/.test(error.message)) throw new Error("unexpected pipeline reply");
+        throw error;
+      }),
   };
 }
 
-/** EVALSHA, and EVAL once when the node does not know the script yet. */
-async function evalScript(client: ScriptClient, script: Script, keys: string[], args: string[]): Promise<unknown> {
-  const sha = await scriptSha(script);
+function toOutcomes(replies: unknown): Outcome[] {
+  if (!Array.isArray(replies)) throw new Error("unexpected pipeline reply");
+  return replies.map((reply: { error?: unknown; result?: unknown } | null) =>
+    typeof reply?.error === "string" ? { ok: false, error: reply.error } : { ok: true, value: reply?.result },
+  );
+}
+
+/**
+ * EVALSHA, EVAL once when the node does not know the script yet, and the script without the
+ * key-locking flag from then on when the node rejects the flag.
+ */
+async function evalScript(send: Send<EvalCommand>, script: Script, keys: string[], args: string[], signal: AbortSignal, keyLocking: KeyLockingState): Promise<unknown> {
+  const flagged = keyLocking.accepted;
+  const lua = flagged ? script.lua : withoutKeyLocking(script.lua);
   try {
-    return await client.evalsha(sha, keys, args);
+    return await send({ kind: "evalsha", script: await scriptSha(lua), keys, args }, signal);
   } catch (error) {
     if (!String((error as Error)?.message).includes("NOSCRIPT")) throw error;
-    return await client.eval(script.lua, keys, args);
+  }
+  try {
+    return await send({ kind: "eval", script: lua, keys, args }, signal);
+  } catch (error) {
+    if (!flagged || !rejectsKeyLocking(error)) throw error;
+    keyLocking.accepted = false;
+    return await send({ kind: "eval", script: withoutKeyLocking(script.lua), keys, args }, signal);
   }
 }
 

@@ -22,6 +22,11 @@ export interface RedlockOptions {
    * node then costs at most 5 % of a 10 s ttl.
    */
   nodeTimeout?: number;
+  /**
+   * Send the requests to one node that start in the same turn (many locks taken or released together)
+   * as one pipeline request. Default true. Applies to the clients built from `{ url, token }`.
+   */
+  batching?: boolean;
   /** Time source; replace only in tests (see {@link Clock}). */
   clock?: Clock;
 }
@@ -63,6 +68,7 @@ export const DEFAULTS: Readonly<Omit<ResolvedOptions, "clock">> = Object.freeze(
   retryJitter: 100,
   driftFactor: 0.01,
   nodeTimeout: 500,
+  batching: true,
 });
 
 /** The longest ttl accepted (2^31 − 1 ms, the largest timer delay runtimes support). */
@@ -76,6 +82,7 @@ export function resolveOptions(options: RedlockOptions | undefined, where = "opt
   checkRetry(o, where);
   checkNumber(`${where}.driftFactor`, o.driftFactor, { min: 0, below: 1 });
   checkNumber(`${where}.nodeTimeout`, o.nodeTimeout, { min: 1, max: MAX_TTL, integer: true });
+  if (typeof o.batching !== "boolean") throw new InvalidArgumentError(`${where}.batching`, "must be a boolean");
   const clock = o.clock as Partial<Clock> | null;
   if (!clock || ["now", "epoch", "sleep", "timeout"].some((m) => typeof clock[m as keyof Clock] !== "function")) {
     throw new InvalidArgumentError(`${where}.clock`, "must have now, epoch, sleep and timeout functions");

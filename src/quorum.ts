@@ -14,8 +14,12 @@ export interface RoundOptions {
   clock: Clock;
   /** The caller's signal: aborting it cuts every request of the round. */
   signal?: AbortSignal;
-  /** Decide as soon as the outcome is known (quorum reached or impossible) instead of waiting for all. */
-  decideEarly: boolean;
+  /**
+   * When the round is decided, at the latest once every node finished: `outcome` — as soon as a quorum
+   * granted or a quorum can no longer grant (acquire, extend); `answered` — as soon as a quorum gave a
+   * definite answer, granted or denied (release); `all` — only then.
+   */
+  decide: "outcome" | "answered" | "all";
   /** Cut the requests still running once the round is decided (their answer no longer matters). */
   cancelStragglers: boolean;
 }
@@ -32,14 +36,14 @@ export interface Round {
 }
 
 /**
- * Sends `ask` to all `count` nodes at once and resolves when the round is decided: as soon as
- * `granted >= quorum` or `denied + errors > count - quorum` with `decideEarly`, else when all answered.
+ * Sends `ask` to all `count` nodes at once and resolves when the round is decided (see
+ * {@link RoundOptions.decide}); the requests still out run on unless `cancelStragglers`.
  * @example
- * const round = await fanOut(5, (i, signal) => castVote(nodes[i], ACQUIRE, keys, args, signal), options);
+ * const round = await fanOut(5, (i, signal) => castVote(nodes[i], ACQUIRE, keys, args, signal), { ...options, decide: "outcome" });
  * const held = round.granted >= options.quorum;
  */
 export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<Round> {
-  const { quorum, nodeTimeout, clock, decideEarly, cancelStragglers } = options;
+  const { quorum, nodeTimeout, clock, decide: rule, cancelStragglers } = options;
   const stop = new AbortController();
   const votes: (Vote | undefined)[] = new Array(count).fill(undefined);
   let granted = 0;
@@ -75,9 +79,9 @@ export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<
           if (decided) return vote;
           votes[node] = vote;
           tally(vote);
-          const answered = granted + denied + errors;
-          const known = granted >= quorum || denied + errors > count - quorum;
-          if (answered === count || (decideEarly && known)) decide();
+          const finished = granted + denied + errors === count;
+          const known = rule === "outcome" ? granted >= quorum || denied + errors > count - quorum : rule === "answered" && granted + denied >= quorum;
+          if (finished || known) decide();
           return vote;
         });
     });

@@ -2,14 +2,14 @@
 import { anySignal, type Clock } from "./clock.ts";
 import { nodesFromEnv, type EnvOptions } from "./env.ts";
 import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, type AttemptTally } from "./errors.ts";
-import { Lock, lockState, releaseFully, type ReleaseResult } from "./lock.ts";
+import { Lock, lockState, type ReleaseResult } from "./lock.ts";
 import { castVote, upstashNode, type NodeConfig, type RedlockNode, type ScriptClient } from "./node.ts";
 import {
   checkDuration, checkResources, checkRetry, checkSignal, checkToken, checkTtl, checkUrl, resolveOptions,
   type AcquireOptions, type RedlockOptions, type ResolvedOptions, type UsingOptions,
 } from "./options.ts";
 import { keepLock } from "./keeper.ts";
-import { fanOut, type Round } from "./quorum.ts";
+import { fanOut, type Round, type RoundOptions } from "./quorum.ts";
 import { ACQUIRE, EXTEND, FENCE, FENCED_ACQUIRE, RELEASE, type Script } from "./scripts.ts";
 import { fenceKey, maxFence } from "./fencing.ts";
 import { randomUnit, randomValue } from "./token.ts";
@@ -43,7 +43,7 @@ export class Redlock {
 
   constructor(nodes: readonly NodeInput[], options?: RedlockOptions) {
     this.options = Object.freeze(resolveOptions(options));
-    const { built, secrets } = toNodes(nodes);
+    const { built, secrets } = toNodes(nodes, this.options.batching);
     this.nodes = Object.freeze(built);
     this.#secrets = Object.freeze(secrets);
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
@@ -98,14 +98,14 @@ export class Redlock {
         signal?.throwIfAborted();
         const value = randomValue();
         const start = this.#clock.now();
-        const grant = await this.#round(options.fencing ? FENCED_ACQUIRE : ACQUIRE, roundKeys, [value, String(ttl), String(keys.length)], { signal, decideEarly: true, cancelStragglers: false });
+        const grant = await this.#round(options.fencing ? FENCED_ACQUIRE : ACQUIRE, roundKeys, [value, String(ttl), String(keys.length)], { signal, decide: "outcome", cancelStragglers: false });
         let round = grant;
         let fence: string | undefined;
         if (options.fencing && grant.granted >= this.quorum && this.#validity(ttl, start) > 0) {
           // Fencing: raise the counters to the token on a quorum that still holds the lock (DESIGN §4).
           // Every grant of FENCED_ACQUIRE carries a counter (a bare grant is an error vote).
           fence = maxFence(grant.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
-          round = await this.#round(FENCE, roundKeys, [value, fence], { signal, decideEarly: true, cancelStragglers: true });
+          round = await this.#round(FENCE, roundKeys, [value, fence], { signal, decide: "outcome", cancelStragglers: true });
         }
         const validity = this.#validity(ttl, start);
         if (round.granted >= this.quorum && validity > 0) {
@@ -133,7 +133,7 @@ export class Redlock {
   /**
    * Runs `routine` while holding a lock on `resources`: acquires, extends automatically when
    * `extendThreshold` ms of validity are left, and releases when the routine ends — also when it
-   * throws (waiting for {@link ReleaseResult.pending} too, so nothing of the lock is left in flight).
+   * throws. Returns once a quorum answered the release ({@link ReleaseResult.pending} runs on).
    * The routine's `signal` aborts the moment the lock is lost (reason: {@link LockExtensionError}),
    * when `maxHold` is reached (reason: {@link MaxHoldError}) or when the caller's signal aborts.
    * Resolves with the routine's value or rejects with its error.
@@ -163,7 +163,7 @@ export class Redlock {
       return await routine(anySignal([keeper.signal, options.signal]), lock);
     } finally {
       await keeper.stop();
-      await releaseFully(lock);
+      await lock.release();
     }
   }
 
@@ -180,22 +180,29 @@ export class Redlock {
   /**
    * Releases `lock` on every node, each request bounded by nodeTimeout. Deletes only keys that
    * still hold the lock's value: releasing an expired or foreign lock deletes nothing and is not an error.
+   * Resolves as soon as a quorum of nodes answered (a hung node does not hold it up); the requests still
+   * running, and the follow-up releases for acquire replies still on their way, are in `pending`.
    * From the call on the lock is dead: {@link Redlock.extend} refuses it, and an extension still in
    * flight reports failure (and cannot set a key again: the extend script never creates one).
    * @example
-   * const { released } = await redlock.release(lock);
+   * const { released, pending } = await redlock.release(lock);
+   * ctx.waitUntil(pending);
    */
   async release(lock: Lock): Promise<ReleaseResult> {
     const state = lockState(lock);
     state.released = true;
     const keys = [...lock.resources];
-    // Replies still out now may land after this release: each gets a follow-up release once it is in.
+    // Acquire replies still out now may land after this release.
     const late = new Map(state.stragglers);
     state.stragglers.clear();
-    const round = await this.#round(RELEASE, keys, [state.value], { decideEarly: false, cancelStragglers: false });
-    // Where this release deleted the keys, the acquire had run before it: no follow-up needed there.
-    for (const vote of round.votes) if (vote.outcome === "granted") late.delete(vote.node);
-    const pending = this.#releaseAfter(late, keys, state.value);
+    const round = await this.#round(RELEASE, keys, [state.value], { decide: "answered", cancelStragglers: false });
+    const running = round.votes.filter((vote) => vote.outcome === "unanswered").map((vote) => round.settled[vote.node]);
+    const followUps = [...late].map(async ([node, acquired]) => {
+      // Where this release deleted the keys, the acquire had run before it: nothing can land after.
+      if ((await round.settled[node]).outcome === "granted") return;
+      if ((await acquired).outcome !== "denied") await this.#ask(node, RELEASE, keys, [state.value]);
+    });
+    const pending = Promise.all([...running, ...followUps]).then(() => undefined);
     return { released: round.granted, errors: round.errors, votes: round.votes, pending };
   }
 
@@ -217,7 +224,7 @@ export class Redlock {
     if (start >= state.deadline) throw new LockExtensionError(keys);
     // Stragglers run on (they move the expiry on the other nodes too). None can outlive a release:
     // the script only lengthens a key that still holds the value.
-    const round = await this.#round(EXTEND, keys, [state.value, String(ttl)], { decideEarly: true, cancelStragglers: false });
+    const round = await this.#round(EXTEND, keys, [state.value, String(ttl)], { decide: "outcome", cancelStragglers: false });
     if (state.released) throw new LockExtensionError(keys, undefined, "released");
     const validity = this.#validity(ttl, start);
     if (round.granted < this.quorum || validity <= 0) {
@@ -236,7 +243,7 @@ export class Redlock {
     return ttl - (this.#clock.now() - start) - this.#drift(ttl);
   }
 
-  #round(script: Script, keys: string[], args: string[], how: { signal?: AbortSignal; decideEarly: boolean; cancelStragglers: boolean }): Promise<Round> {
+  #round(script: Script, keys: string[], args: string[], how: Pick<RoundOptions, "signal" | "decide" | "cancelStragglers">): Promise<Round> {
     return fanOut(this.nodes.length, (node, signal) => castVote(this.nodes[node], script, keys, args, signal, this.#secrets), {
       quorum: this.quorum,
       nodeTimeout: this.options.nodeTimeout,
@@ -261,7 +268,7 @@ export class Redlock {
 }
 
 /** The nodes as the lock uses them, and the tokens of those it builds (to keep out of failure texts). */
-function toNodes(nodes: readonly NodeInput[]): { built: RedlockNode[]; secrets: string[] } {
+function toNodes(nodes: readonly NodeInput[], batching: boolean): { built: RedlockNode[]; secrets: string[] } {
   if (!Array.isArray(nodes) || nodes.length === 0) throw new InvalidArgumentError("nodes", "must hold at least one node");
   const identities = new Set<string>();
   const secrets: string[] = [];
@@ -275,7 +282,7 @@ function toNodes(nodes: readonly NodeInput[]): { built: RedlockNode[]; secrets: 
     if (identities.has(identity)) throw new InvalidArgumentError(`nodes[${i}].url`, "repeats another node: the databases must be independent");
     identities.add(identity);
     secrets.push(token);
-    return upstashNode({ url: (node as NodeConfig).url, token });
+    return upstashNode({ url: (node as NodeConfig).url, token }, { batching });
   });
   return { built, secrets };
 }

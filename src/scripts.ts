@@ -4,7 +4,8 @@ import type { Vote } from "./vote.ts";
 
 /**
  * A Lua script run with EVALSHA (EVAL on a node that does not have it yet), plus the rule that
- * turns its reply into a vote. Anything but the exact success or refusal shape is an error.
+ * turns its reply into a vote. Anything but the exact success or refusal shape is an error. Every
+ * script starts with {@link KEY_LOCKING}, and every key it touches travels in KEYS.
  * @example
  * const vote = ACQUIRE.vote([1]); // { outcome: "granted" }
  */
@@ -12,6 +13,42 @@ export interface Script {
   readonly name: "acquire" | "release" | "extend" | "fence" | "fenced-write" | "fenced-read";
   readonly lua: string;
   vote(reply: unknown): Vote;
+}
+
+/**
+ * The shebang that lets Upstash lock only the keys in KEYS while the script runs, instead of the whole
+ * database (Upstash docs: "Key-Based Locking"). Plain Redis 7 rejects the flag; see {@link withoutKeyLocking}.
+ */
+export const KEY_LOCKING = "#!lua flags=allow-key-locking\n";
+
+const KEY_LOCKING_FLAG = "allow-key-locking";
+const SHEBANG = /^#!lua(?:[ \t]+flags=([^\n]*))?\n/;
+
+/**
+ * The script without the key-locking flag, for a node that rejects it (plain Redis 7 behind a REST
+ * proxy): other flags stay; the shebang line goes when that flag was its only one.
+ * @example
+ * withoutKeyLocking(ACQUIRE.lua).startsWith("#!lua"); // false
+ */
+export function withoutKeyLocking(lua: string): string {
+  const match = SHEBANG.exec(lua);
+  if (!match?.[1]) return lua;
+  const flags = match[1].split(",").map((flag) => flag.trim());
+  if (!flags.includes(KEY_LOCKING_FLAG)) return lua;
+  const rest = flags.filter((flag) => flag !== KEY_LOCKING_FLAG && flag !== "");
+  const body = lua.slice(match[0].length);
+  return rest.length === 0 ? body : `#!lua flags=${rest.join(",")}\n${body}`;
+}
+
+/**
+ * Whether a node's error says it does not accept the key-locking flag
+ * (Redis 7: `ERR Unexpected flag in script shebang: allow-key-locking`).
+ * @example
+ * if (rejectsKeyLocking(error)) useScriptsWithoutTheFlag();
+ */
+export function rejectsKeyLocking(error: unknown): boolean {
+  const text = String((error as Error | undefined)?.message ?? error);
+  return /unexpected flag/i.test(text) && text.includes(KEY_LOCKING_FLAG);
 }
 
 /** Lua: is decimal string a greater than decimal string b (both canonical, no leading zeros)? */
@@ -30,7 +67,7 @@ end
  */
 export const ACQUIRE: Script = {
   name: "acquire",
-  lua: `${GREATER}local n = tonumber(ARGV[3]) or #KEYS
+  lua: `${KEY_LOCKING}${GREATER}local n = tonumber(ARGV[3]) or #KEYS
 local held, wait = false, 0
 for i = 1, n do
   local pttl = redis.call("PTTL", KEYS[i])
@@ -71,7 +108,7 @@ export const FENCED_ACQUIRE: Script = { ...ACQUIRE, vote: grantWithFence };
 /** ARGV[1] value. Deletes each key that still holds the value; returns how many. */
 export const RELEASE: Script = {
   name: "release",
-  lua: `local released = 0
+  lua: `${KEY_LOCKING}local released = 0
 for i = 1, #KEYS do
   if redis.call("GET", KEYS[i]) == ARGV[1] then
     redis.call("DEL", KEYS[i])
@@ -93,7 +130,7 @@ return released`,
  */
 export const EXTEND: Script = {
   name: "extend",
-  lua: `for i = 1, #KEYS do
+  lua: `${KEY_LOCKING}for i = 1, #KEYS do
   if redis.call("GET", KEYS[i]) ~= ARGV[1] then return {0, redis.call("PTTL", KEYS[i])} end
 end
 local ttl = tonumber(ARGV[2])
@@ -112,7 +149,7 @@ return {1}`,
  */
 export const FENCE: Script = {
   name: "fence",
-  lua: `${GREATER}local n = #KEYS / 2
+  lua: `${KEY_LOCKING}${GREATER}local n = #KEYS / 2
 for i = 1, n do
   if redis.call("GET", KEYS[i]) ~= ARGV[1] then return {0, redis.call("PTTL", KEYS[i])} end
 end
@@ -131,7 +168,7 @@ return {1}`,
  */
 export const FENCED_WRITE: Script = {
   name: "fenced-write",
-  lua: `${GREATER}local seen = redis.call("GET", KEYS[2])
+  lua: `${KEY_LOCKING}${GREATER}local seen = redis.call("GET", KEYS[2])
 if seen and greater(seen, ARGV[1]) then return 0 end
 redis.call("SET", KEYS[2], ARGV[1])
 redis.call("SET", KEYS[1], ARGV[2])
@@ -150,7 +187,7 @@ return 1`,
  */
 export const FENCED_READ: Script = {
   name: "fenced-read",
-  lua: `${GREATER}local seen = redis.call("GET", KEYS[2])
+  lua: `${KEY_LOCKING}${GREATER}local seen = redis.call("GET", KEYS[2])
 if seen and greater(seen, ARGV[1]) then return {0} end
 redis.call("SET", KEYS[2], ARGV[1])
 return {1, redis.call("GET", KEYS[1])}`,
@@ -193,18 +230,18 @@ function unexpected(reply: unknown): Vote {
   return { outcome: "error", cause: `unexpected reply (${shape})` };
 }
 
-const shas = new Map<Script, Promise<string>>();
+const shas = new Map<string, Promise<string>>();
 
 /**
- * The SHA-1 of a script's source, as EVALSHA wants it, from Web Crypto (computed once).
+ * The SHA-1 of a script's source, as EVALSHA wants it, from Web Crypto (computed once per source).
  * @example
- * await redis.evalsha(await scriptSha(ACQUIRE), keys, args);
+ * await redis.evalsha(await scriptSha(ACQUIRE.lua), keys, args);
  */
-export function scriptSha(script: Script): Promise<string> {
-  let sha = shas.get(script);
+export function scriptSha(lua: string): Promise<string> {
+  let sha = shas.get(lua);
   if (!sha) {
-    sha = crypto.subtle.digest("SHA-1", new TextEncoder().encode(script.lua)).then((digest) => toHex(new Uint8Array(digest)));
-    shas.set(script, sha);
+    sha = crypto.subtle.digest("SHA-1", new TextEncoder().encode(lua)).then((digest) => toHex(new Uint8Array(digest)));
+    shas.set(lua, sha);
   }
   return sha;
 }

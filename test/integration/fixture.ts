@@ -69,12 +69,28 @@ export function useCluster(nodes = 5): Fixture {
 }
 
 /**
- * Loads the lock's scripts on every node over TCP (each test starts with none), so the next request
- * of each kind is a single EVALSHA: a test that slows a node down then sees one delay per request,
- * not two (NOSCRIPT, then EVAL).
+ * Loads the lock's scripts on every node through its bridge (each test starts with none; the bridge
+ * maps the key-locking flag onto plain Redis), so the next request of each kind is a single EVALSHA:
+ * a test that slows a node down then sees one delay per request, not two (NOSCRIPT, then EVAL).
  */
 export async function loadScripts(fixture: Fixture): Promise<void> {
-  await Promise.all(fixture.tcp.flatMap((tcp) => [ACQUIRE, EXTEND, FENCE, RELEASE].map((script) => tcp.script("LOAD", script.lua))));
+  await Promise.all(
+    fixture.cluster.nodes.flatMap((node) =>
+      [ACQUIRE, EXTEND, FENCE, RELEASE].map(async (script) => {
+        const res = await fetch(node.url, { method: "POST", headers: { authorization: `Bearer ${node.token}` }, body: JSON.stringify(["script", "load", script.lua]) });
+        if (!res.ok) throw new Error(`SCRIPT LOAD failed: HTTP ${res.status}`);
+      }),
+    ),
+  );
+}
+
+/** Waits until `ready` holds, checking every 5 ms, at most `timeoutMs` (then throws). */
+export async function until(ready: () => Promise<boolean>, timeoutMs = 3_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ready())) {
+    if (Date.now() > deadline) throw new Error("condition not reached in time");
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }
 
 /**

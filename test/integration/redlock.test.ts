@@ -90,7 +90,10 @@ describe("Redlock on five real redis-server nodes through the REST bridge", () =
     let state = await env.admins[0].state();
     expect(state.counters).toMatchObject({ received: 1, answered: 0, abandoned: 1, waiting: 0 });
     const released = await lock.release();
-    expect(released.votes[0]).toMatchObject({ outcome: "error", cause: "timeout" });
+    // Decided once a quorum answered: the hung node's request is still out (not waited for), in pending.
+    expect(released.votes[0]).toMatchObject({ outcome: "unanswered" });
+    expect(released.released).toBeGreaterThanOrEqual(3);
+    await released.pending;
     await settle(env);
     state = await env.admins[0].state();
     expect(state.counters).toMatchObject({ received: 2, answered: 0, abandoned: 2, waiting: 0 });
@@ -160,8 +163,9 @@ describe("Redlock on five real redis-server nodes through the REST bridge", () =
     const lock = await redlock().acquire(keys, 5_000);
     await settle(env);
     for (const tcp of env.tcp) expect(await tcp.mget(...keys)).toEqual(keys.map(() => lock.value));
-    const { released } = await lock.release();
-    expect(released).toBe(5);
+    const { released, pending } = await lock.release();
+    expect(released).toBeGreaterThanOrEqual(3);
+    await pending;
     for (const tcp of env.tcp) expect(await tcp.exists(...keys)).toBe(0);
   });
 

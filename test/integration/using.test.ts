@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { LockExtensionError, MaxHoldError, Redlock } from "../../src/index.ts";
-import { loadScripts, settle, useCluster } from "./fixture.ts";
+import { loadScripts, settle, until, useCluster } from "./fixture.ts";
 
 const env = useCluster();
 const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) => new Redlock(env.nodes, { nodeTimeout: 150, ...options });
@@ -82,30 +82,41 @@ describe("using on the real cluster", () => {
     for (const tcp of env.tcp) expect(await tcp.exists("using:f")).toBe(0);
   });
 
-  it("await using leaves the scope only after a slow node's late acquire was undone", async () => {
+  /** Node 4's acquire (EVALSHA, 3rd request) lands at its node after its release: pending undoes it. */
+  const lateAcquireUndone = async (key: string) => {
+    await until(async () => {
+      const { received, inFlight } = (await env.admins[4].state()).counters;
+      return received === 3 && inFlight === 0; // acquire, release, follow-up release
+    });
+    for (const tcp of env.tcp) expect(await tcp.exists(key)).toBe(0);
+  };
+
+  it("await using leaves the scope once a quorum answered the release; a slow node's late acquire is undone in the background", async () => {
     await loadScripts(env); // one EVALSHA per request: the latency below delays each request once
-    await env.admins[4].faults({ latencyMs: 120 }); // node 4's acquire waits at its bridge; 0-3 grant first
+    await Promise.all(env.admins.map((a) => a.resetCounters()));
+    await env.admins[4].faults({ latencyMs: 400 }); // node 4's acquire waits at its bridge; 0-3 grant first
     {
-      await using lock = await redlock().acquire(["using:late"], 5_000);
+      await using lock = await redlock({ nodeTimeout: 1_000 }).acquire(["using:late"], 5_000);
       expect(lock.resources).toEqual(["using:late"]);
       await env.admins[4].faults({ latencyMs: 0 }); // the release reaches node 4 before the acquire does
     }
-    // Nothing of this lock is still on its way (a Worker may be frozen right after the scope)...
-    expect((await env.admins[4].state()).counters.inFlight).toBe(0);
-    // ...and nothing of it was left behind.
-    for (const tcp of env.tcp) expect(await tcp.exists("using:late")).toBe(0);
+    // The scope was left without waiting for node 4: its acquire is still held at its bridge...
+    expect((await env.admins[4].state()).counters.waiting).toBe(1);
+    // ...and the release's pending work undoes it once it lands.
+    await lateAcquireUndone("using:late");
   });
 
-  it("using resolves only after a slow node's late acquire was undone", async () => {
-    await loadScripts(env); // one EVALSHA per request: the latency below delays each request once
-    await env.admins[4].faults({ latencyMs: 120 });
-    const result = await redlock().using(["using:late2"], 5_000, async () => {
+  it("using resolves once a quorum answered the release; a slow node's late acquire is undone in the background", async () => {
+    await loadScripts(env);
+    await Promise.all(env.admins.map((a) => a.resetCounters()));
+    await env.admins[4].faults({ latencyMs: 400 });
+    const result = await redlock({ nodeTimeout: 1_000 }).using(["using:late2"], 5_000, async () => {
       await env.admins[4].faults({ latencyMs: 0 });
       return "done";
     });
     expect(result).toBe("done");
-    expect((await env.admins[4].state()).counters.inFlight).toBe(0);
-    for (const tcp of env.tcp) expect(await tcp.exists("using:late2")).toBe(0);
+    expect((await env.admins[4].state()).counters.waiting).toBe(1);
+    await lateAcquireUndone("using:late2");
   });
 
   it("aborting mid-retry returns within one node timeout and leaves no key behind", async () => {

@@ -25,7 +25,7 @@ function scripted(clock: VirtualClock, votes: Vote[], delays: (number | undefine
 const G: Vote = { outcome: "granted" };
 const D: Vote = { outcome: "denied", pttl: 900 };
 const E: Vote = { outcome: "error", cause: "HTTP 500" };
-const options = (clock: VirtualClock) => ({ quorum: 3, nodeTimeout: 1_000, clock, decideEarly: true, cancelStragglers: false });
+const options = (clock: VirtualClock) => ({ quorum: 3, nodeTimeout: 1_000, clock, decide: "outcome" as const, cancelStragglers: false });
 
 describe("fanOut", () => {
   it("decides success as soon as a quorum granted, without waiting for the slow nodes", async () => {
@@ -45,7 +45,7 @@ describe("fanOut", () => {
 
   it("waits for every node when not deciding early", async () => {
     const clock = new VirtualClock();
-    const round = await clock.run(fanOut(5, scripted(clock, [G, G, G, G, D], [10, 20, 30, 700, 800]), { ...options(clock), decideEarly: false }));
+    const round = await clock.run(fanOut(5, scripted(clock, [G, G, G, G, D], [10, 20, 30, 700, 800]), { ...options(clock), decide: "all" as const }));
     expect(clock.now()).toBe(800);
     expect([round.granted, round.denied]).toEqual([4, 1]);
   });
@@ -54,7 +54,7 @@ describe("fanOut", () => {
     const clock = new VirtualClock();
     const cut: number[] = [];
     const round = await clock.run(
-      fanOut(5, scripted(clock, [G, G, D, D, G], [10, 20, 30, 40, undefined], cut), { ...options(clock), decideEarly: false }),
+      fanOut(5, scripted(clock, [G, G, D, D, G], [10, 20, 30, 40, undefined], cut), { ...options(clock), decide: "all" as const }),
     );
     expect(clock.now()).toBe(1_000);
     expect(cut).toEqual([4]);

@@ -165,19 +165,38 @@ describe("release and extend", () => {
     const lock = await clock.run(redlock.acquire(["k"], 1_000));
     nodes[0].set("k", "someone-else", 1_000);
     nodes[1].mode = "down";
+    nodes[4].latency = 50;
     const result = await clock.run(lock.release());
-    expect(result).toMatchObject({ released: 3, errors: 1 });
+    // Decided once a quorum answered (node 0 denied, 2 and 3 released); node 4 is still on its way.
+    expect(clock.now()).toBe(2);
+    expect(result).toMatchObject({ released: 2, errors: 1 });
+    expect(result.votes.map((v) => v.outcome)).toEqual(["denied", "error", "granted", "granted", "unanswered"]);
+    await clock.run(result.pending);
+    expect(clock.now()).toBe(1 + 50);
     expect(holders(nodes, "k")).toEqual(["someone-else", lock.value, undefined, undefined, undefined]);
   });
 
-  it("release waits at most nodeTimeout for a hung node and never throws", async () => {
+  it("release does not wait for a hung node: it resolves once a quorum answered; pending ends at nodeTimeout", async () => {
     const { clock, nodes, redlock } = setup({ nodeTimeout: 100 });
     const lock = await clock.run(redlock.acquire(["k"], 1_000));
     nodes[2].mode = "hang";
     const started = clock.now();
     const result = await clock.run(lock.release());
+    expect(clock.now() - started).toBe(1);
+    expect(result.votes[2]).toMatchObject({ outcome: "unanswered" });
+    await clock.run(result.pending);
     expect(clock.now() - started).toBe(100);
-    expect(result.votes[2]).toMatchObject({ outcome: "error", cause: "timeout" });
+  });
+
+  it("release waits for every node when fewer than a quorum can answer, and never throws", async () => {
+    const { clock, nodes, redlock } = setup({ nodeTimeout: 100 });
+    const lock = await clock.run(redlock.acquire(["k"], 1_000));
+    for (const n of nodes.slice(0, 3)) n.mode = "hang";
+    const started = clock.now();
+    const result = await clock.run(lock.release());
+    expect(clock.now() - started).toBe(100);
+    expect(result).toMatchObject({ released: 2, errors: 3 });
+    expect(result.votes.slice(0, 3)).toEqual([0, 1, 2].map((node) => ({ outcome: "error", cause: "timeout", node })));
   });
 
   it("release undoes an acquire that lands after the lock was granted and released", async () => {
@@ -242,8 +261,9 @@ describe("release and extend", () => {
     nodes[3].latency = (r) => (r.script === "acquire" ? 300 : 1); // node 3: the release overtakes the acquire
     const again = await clock.run(redlock.acquire(["k2"], 5_000));
     const late = await clock.run(again.release()); // the acquire replies of nodes 3 and 4 are still out
-    expect(late.votes.map((v) => v.outcome)).toEqual(["granted", "granted", "granted", "denied", "granted"]);
+    expect(late.votes.map((v) => v.outcome)).toEqual(["granted", "granted", "granted", "unanswered", "unanswered"]);
     await clock.run(late.pending);
+    // Node 3's release found nothing (its acquire came later): one follow-up. Node 4's release deleted the key: none.
     expect(nodes[4].requests.filter((r) => r.keys[0] === "k2").map((r) => r.script)).toEqual(["acquire", "release"]);
     expect(nodes[3].requests.filter((r) => r.keys[0] === "k2").map((r) => r.script)).toEqual(["acquire", "release", "release"]);
     await clock.drain();

@@ -65,7 +65,7 @@ describe("a released lock is dead", () => {
       (e: unknown) => e,
     );
     const result = await clock.run(lock.release());
-    expect(result.released).toBe(5);
+    expect(result.released).toBe(3);
     await clock.run(result.pending);
     const outcome = await clock.run(extension);
     expect(outcome).toBeInstanceOf(LockExtensionError);

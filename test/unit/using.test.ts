@@ -27,6 +27,7 @@ describe("using", () => {
     const extends_ = nodes[0].requests.filter((r) => r.script === "extend").map((r) => r.sentAt);
     // validity ends at t1 + ttl − drift (12 ms); the next extension starts when 500 ms of it are left.
     expect(extends_).toEqual([488, 976, 1_464, 1_952, 2_440]);
+    await clock.drain(); // using() returned once a quorum answered the release; the rest lands now
     expect(nodes.flatMap((n) => n.liveKeys())).toEqual([]);
     expect(nodes[0].requests.at(-1)?.script).toBe("release");
   });

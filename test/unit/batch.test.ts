@@ -1,0 +1,123 @@
+// The batcher's rules with a scripted transport: what goes out together, what alone, and who stops waiting.
+// test/integration/batching.test.ts checks the same through @upstash/redis against real Redis.
+import { describe, expect, it } from "vitest";
+import { batching, type Outcome, type Transport } from "../../src/batch.ts";
+
+interface Call {
+  kind: "one" | "many";
+  commands: string[];
+  signal: AbortSignal;
+}
+
+/** A transport that records each request and answers when `answer` is called (or at once). */
+function scripted(options: { hold?: boolean; reply?: (command: string) => Outcome } = {}) {
+  const calls: Call[] = [];
+  const waiting: (() => void)[] = [];
+  const reply = options.reply ?? ((command: string): Outcome => ({ ok: true, value: `reply:${command}` }));
+  const later = <T>(value: () => T, signal: AbortSignal) =>
+    new Promise<T>((resolve, reject) => {
+      const go = () => (signal.aborted ? reject(signal.reason) : resolve(value()));
+      if (options.hold) waiting.push(go);
+      else go();
+    });
+  const transport: Transport<string> = {
+    one(command, signal) {
+      calls.push({ kind: "one", commands: [command], signal });
+      return later(() => {
+        const outcome = reply(command);
+        if (!outcome.ok) throw new Error(outcome.error);
+        return outcome.value;
+      }, signal);
+    },
+    many(commands, signal) {
+      calls.push({ kind: "many", commands, signal });
+      return later(() => commands.map(reply), signal);
+    },
+  };
+  return { transport, calls, answer: () => waiting.splice(0).forEach((go) => go()) };
+}
+
+const live = () => new AbortController().signal;
+const settled = <T>(p: Promise<T>) => p.then((value) => ({ value }), (error: unknown) => ({ error }));
+
+describe("batching", () => {
+  it("sends a lone command as a plain request", async () => {
+    const { transport, calls } = scripted();
+    const send = batching(transport);
+    expect(await send("a", live())).toBe("reply:a");
+    expect(calls.map((c) => [c.kind, c.commands])).toEqual([["one", ["a"]]]);
+  });
+
+  it("sends the commands of one turn as one pipeline request, each with its own reply", async () => {
+    const { transport, calls } = scripted({ reply: (c) => (c === "bad" ? { ok: false, error: "ERR bad" } : { ok: true, value: `reply:${c}` }) });
+    const send = batching(transport);
+    // Sent synchronously, and a few microtasks apart: both are one turn.
+    const first = Promise.all(["a", "bad", "c"].map((c) => settled(send(c, live()))));
+    const later = Promise.resolve()
+      .then(() => undefined)
+      .then(() => settled(send("d", live())));
+    expect(await first).toEqual([{ value: "reply:a" }, { error: new Error("ERR bad") }, { value: "reply:c" }]);
+    expect(await later).toEqual({ value: "reply:d" });
+    expect(calls.map((c) => [c.kind, c.commands])).toEqual([["many", ["a", "bad", "c", "d"]]]);
+  });
+
+  it("never batches across a timer", async () => {
+    const { transport, calls } = scripted();
+    const send = batching(transport);
+    const a = send("a", live());
+    await new Promise((r) => setTimeout(r, 0));
+    const b = send("b", live());
+    await Promise.all([a, b]);
+    expect(calls.map((c) => [c.kind, c.commands])).toEqual([["one", ["a"]], ["one", ["b"]]]);
+  });
+
+  it("a member whose signal aborts stops waiting at once; the others keep the request and get their replies", async () => {
+    const { transport, calls, answer } = scripted({ hold: true });
+    const send = batching(transport);
+    const quitter = new AbortController();
+    const a = settled(send("a", quitter.signal));
+    const b = settled(send("b", live()));
+    await new Promise((r) => setTimeout(r, 0)); // the batch is out, its reply held back
+    expect(calls).toHaveLength(1);
+    quitter.abort(new Error("gave up"));
+    expect(await a).toEqual({ error: new Error("gave up") });
+    expect(calls[0].signal.aborted).toBe(false);
+    answer();
+    expect(await b).toEqual({ value: "reply:b" });
+  });
+
+  it("cuts the pipeline request when every member has stopped waiting", async () => {
+    const { transport, calls } = scripted({ hold: true });
+    const send = batching(transport);
+    const controllers = [new AbortController(), new AbortController()];
+    const replies = controllers.map((c, i) => settled(send(String(i), c.signal)));
+    await new Promise((r) => setTimeout(r, 0));
+    controllers[0].abort(new Error("first"));
+    expect(calls[0].signal.aborted).toBe(false);
+    controllers[1].abort(new Error("second"));
+    expect(calls[0].signal.aborted).toBe(true);
+    expect(await Promise.all(replies)).toEqual([{ error: new Error("first") }, { error: new Error("second") }]);
+  });
+
+  it("leaves out members that aborted before the batch went out, and sends nothing when none is left", async () => {
+    const { transport, calls } = scripted();
+    const send = batching(transport);
+    const aborted = new AbortController();
+    const a = settled(send("a", aborted.signal));
+    const b = settled(send("b", live()));
+    aborted.abort(new Error("early"));
+    expect(await Promise.all([a, b])).toEqual([{ error: new Error("early") }, { value: "reply:b" }]);
+    expect(calls.map((c) => [c.kind, c.commands])).toEqual([["one", ["b"]]]);
+    const gone = new AbortController();
+    gone.abort(new Error("before"));
+    expect(await settled(send("c", gone.signal))).toEqual({ error: new Error("before") });
+    expect(calls).toHaveLength(1);
+  });
+
+  it("fails every member when the pipeline reply does not hold one outcome per command", async () => {
+    const transport: Transport<string> = { one: async () => "x", many: async () => [{ ok: true, value: 1 }] };
+    const send = batching(transport);
+    const replies = await Promise.all(["a", "b"].map((c) => settled(send(c, live()))));
+    expect(replies).toEqual([{ error: new Error("unexpected pipeline reply") }, { error: new Error("unexpected pipeline reply") }]);
+  });
+});
