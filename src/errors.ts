@@ -59,8 +59,8 @@ export interface AttemptTally {
 export type FailureReason = "held" | "unreachable" | "expired" | "lost" | "released";
 
 /**
- * The lock was not acquired after every attempt. Nothing is left set: each failed attempt was
- * released on all nodes.
+ * The lock was not acquired after every attempt. Each failed attempt was released on every node that
+ * may hold it (a node where that release fails keeps the key until its ttl; nobody holds it).
  * @example
  * try { await redlock.acquire(["k"], 5_000); }
  * catch (e) { if (e instanceof LockAcquisitionError && e.reason === "held") console.log(e.retryAfterMs); }
@@ -135,6 +135,20 @@ function holderPttl(tally: AttemptTally | undefined): number | undefined {
   const pttls = (tally?.votes ?? []).flatMap((v) => (v.outcome === "denied" && v.pttl !== undefined && v.pttl >= 0 ? [v.pttl] : []));
   if (pttls.length === 0) return undefined;
   return pttls.sort((a, b) => a - b)[Math.floor((pttls.length - 1) / 2)];
+}
+
+/**
+ * The reason the Hono middleware's `c.var.lock.signal` aborts when the client cancelled a streamed
+ * response, or will never read it (a HEAD request): stop producing it. The lock stays held until the
+ * handler's stream ends (at the latest one ttl later, when the stream is cancelled), so a step already
+ * under way is still covered.
+ * @example
+ * if (c.var.lock.signal.reason instanceof ResponseAbandonedError) return; // nobody reads any more
+ */
+export class ResponseAbandonedError extends RedlockError {
+  constructor() {
+    super("the client no longer reads the response: stop producing it (the lock is released once its stream ends)");
+  }
 }
 
 /**

@@ -1,5 +1,6 @@
 // Fencing tokens: the per-resource counter keys, the token arithmetic, and the resource-side guarded write.
-import { InvalidArgumentError } from "./errors.ts";
+import { InvalidArgumentError, RedlockError } from "./errors.ts";
+import { errorText, redact } from "./redact.ts";
 import { RESERVED_PREFIX } from "./options.ts";
 import type { ScriptClient } from "./node.ts";
 import { DECIMAL, FENCED_READ, FENCED_WRITE, rejectsKeyLocking, withoutKeyLocking, type Script } from "./scripts.ts";
@@ -58,7 +59,7 @@ export async function fencedWrite(redis: Pick<ScriptClient, "eval">, key: string
   const tokenKey = checkFenced(key, fence, options);
   const reply = await evalScript(redis, FENCED_WRITE, [key, tokenKey], [fence, value]);
   const vote = FENCED_WRITE.vote(typeof reply === "string" && DECIMAL.test(reply) ? Number(reply) : reply);
-  if (vote.outcome === "error") throw new Error(`fencedWrite: ${vote.cause}`);
+  if (vote.outcome === "error") throw new RedlockError(`fencedWrite: ${vote.cause}`);
   return vote.outcome === "granted";
 }
 
@@ -80,19 +81,27 @@ export async function fencedRead(
   const tokenKey = checkFenced(key, fence, options);
   const reply = await evalScript(redis, FENCED_READ, [key, tokenKey], [fence]);
   const vote = FENCED_READ.vote(reply);
-  if (vote.outcome === "error") throw new Error(`fencedRead: ${vote.cause}`);
+  if (vote.outcome === "error") throw new RedlockError(`fencedRead: ${vote.cause}`);
   if (vote.outcome === "denied") return { accepted: false };
   const value = (reply as unknown[])[1];
   return { accepted: true, value: value === null || value === undefined ? null : String(value) };
 }
 
-/** EVAL with Upstash's key-locking flag, and without it where the database rejects the flag. */
+/**
+ * EVAL with Upstash's key-locking flag, and without it where the database rejects the flag. A failure
+ * is rethrown as a {@link RedlockError} whose message keeps the database's words but not the command
+ * (`@upstash/redis` appends it, with the key, the token and the value written).
+ */
 async function evalScript(redis: Pick<ScriptClient, "eval">, script: Script, keys: string[], args: string[]): Promise<unknown> {
   try {
-    return await redis.eval(script.lua, keys, args);
+    try {
+      return await redis.eval(script.lua, keys, args);
+    } catch (error) {
+      if (!rejectsKeyLocking(error)) throw error;
+      return await redis.eval(withoutKeyLocking(script.lua), keys, args);
+    }
   } catch (error) {
-    if (!rejectsKeyLocking(error)) throw error;
-    return await redis.eval(withoutKeyLocking(script.lua), keys, args);
+    throw new RedlockError(`${script.name}: ${redact(errorText(error), args)}`);
   }
 }
 

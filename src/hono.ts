@@ -3,8 +3,9 @@ import type { Context, Env, MiddlewareHandler } from "hono";
 import { env as runtimeEnv } from "hono/adapter";
 import { createMiddleware } from "hono/factory";
 import { MissingConfigurationError } from "./env.ts";
-import { InvalidArgumentError, LockAcquisitionError, type FailureReason } from "./errors.ts";
-import { watchBody } from "./body.ts";
+import { anySignal } from "./clock.ts";
+import { InvalidArgumentError, LockAcquisitionError, ResponseAbandonedError, type FailureReason } from "./errors.ts";
+import { watchBody, type WatchOptions } from "./body.ts";
 import { DEFAULTS, checkDuration, checkTtl } from "./options.ts";
 import { keepLock } from "./keeper.ts";
 import type { Lock } from "./lock.ts";
@@ -15,7 +16,12 @@ export interface HeldLock {
   lock: Lock;
   /** Epoch ms when validity ends; moves with each automatic extension. */
   readonly expiresAt: number;
-  /** Aborts when the lock is lost (reason: `LockExtensionError`) or held for `maxHold` (reason: `MaxHoldError`). */
+  /**
+   * Aborts when the lock is lost (reason: `LockExtensionError`), held for `maxHold` (reason:
+   * `MaxHoldError`), or about to be released because the client cancelled the streamed body or the
+   * request was a HEAD (reason: `LockExtensionError` with reason `released`). Check it before each
+   * step of a streamed body: a stream callback keeps running after the client left.
+   */
   signal: AbortSignal;
 }
 
@@ -124,9 +130,12 @@ export const redlock = <E extends Env = Env>(
     }
 
     const keeper = keepLock(lock, { clock: locker.options.clock, ttl, threshold: locker.defaultThreshold(ttl), maxHold: options.maxHold });
+    // Aborts when the client no longer reads the body (cancel, HEAD): the handler should stop producing it.
+    const abandoned = new AbortController();
+    const abandon = () => abandoned.abort(new ResponseAbandonedError());
     c.set("lock", {
       lock,
-      signal: keeper.signal,
+      signal: anySignal([keeper.signal, abandoned.signal]),
       get expiresAt() {
         return lock.expiresAt;
       },
@@ -136,14 +145,11 @@ export const redlock = <E extends Env = Env>(
       await next();
       answered = true;
     } finally {
-      // The critical section lasts until the response body has been produced. A handler that threw is
-      // done; one that returned after the lock was lost answers as it chose, marked with the lost header.
       let ended: Promise<void> = Promise.resolve();
-      if (keeper.signal.aborted) markLost(c, lostHeader);
-      else if (answered && !c.error) {
-        const watched = watchBody(c.res, keeper.signal);
-        c.res = watched.response;
-        ended = watched.ended;
+      try {
+        ended = untilProduced(c, { answered, lostHeader, lost: keeper.signal, onAbandon: abandon, graceMs: ttl, sleep: (ms, signal) => locker.options.clock.sleep(ms, signal) });
+      } catch {
+        // The response could not be rewrapped: it goes out as it is, and the lock is released now.
       }
       const released = ended.then(() => keeper.stop()).then(() => lock.release());
       const execution = executionContext(c);
@@ -155,6 +161,24 @@ export const redlock = <E extends Env = Env>(
     }
   });
 };
+
+/**
+ * How long the critical section lasts after the handler returned: until the handler's response stream
+ * is over (see {@link watchBody}). A handler that threw is done; one that returned after the lock was
+ * lost answers as it chose, marked with the lost header; a HEAD answer's body is never read, so it is
+ * abandoned at once (its stream still runs out under the lock).
+ */
+function untilProduced(c: Context, how: { answered: boolean; lostHeader: string } & WatchOptions): Promise<void> {
+  if (how.lost.aborted) {
+    markLost(c, how.lostHeader);
+    return Promise.resolve();
+  }
+  if (!how.answered || c.error) return Promise.resolve();
+  const watched = watchBody(c.res, how);
+  c.res = watched.response;
+  if (c.req.raw.method === "HEAD") void watched.response.body?.cancel("HEAD: the body is not sent").catch(() => {});
+  return watched.ended;
+}
 
 /** Whether the body ended before the next macrotask (it was not streamed). */
 function endsAtOnce(ended: Promise<void>): Promise<boolean> {

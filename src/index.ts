@@ -9,6 +9,7 @@ export {
   LockExtensionError,
   MaxHoldError,
   RedlockError,
+  ResponseAbandonedError,
   type AttemptTally,
   type FailureReason,
 } from "./errors.ts";

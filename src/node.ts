@@ -1,6 +1,7 @@
 // One Redis database: runs a script under a signal and turns whatever happens into a vote.
 import { Redis } from "@upstash/redis/cloudflare";
 import { batching, type Outcome, type Send, type Transport } from "./batch.ts";
+import { errorText, redact } from "./redact.ts";
 import { rejectsKeyLocking, scriptSha, withoutKeyLocking, type Script } from "./scripts.ts";
 import type { Vote } from "./vote.ts";
 
@@ -183,20 +184,12 @@ function describeFailure(error: unknown, signal: AbortSignal, secrets: string[])
     const reason = signal.reason as { name?: string } | undefined;
     return reason?.name === "TimeoutError" ? "timeout" : "aborted";
   }
-  const err = error as { name?: string; message?: string } | undefined;
-  const name = err?.name ?? "Error";
-  let text = typeof err?.message === "string" ? err.message : String(error);
-  if (name === "UpstashJSONParseError") text = "unparsable reply";
+  const name = (error as { name?: string } | undefined)?.name ?? "Error";
+  let text = name === "UpstashJSONParseError" ? "unparsable reply" : errorText(error);
   if (text === "Request did not return a result") return "reply without result";
-  text = redact(text.replace(/^Command failed: /, "").split(", command was:")[0], secrets);
+  text = redact(text, secrets);
   if (text.length > 160) text = text.slice(0, 160) + "…";
   return name === "TypeError" ? `network: ${text}` : text;
-}
-
-/** Takes out every known secret, bearer credentials and URL userinfo. */
-function redact(text: string, secrets: string[]): string {
-  for (const secret of secrets) if (secret.length >= 8) text = text.split(secret).join("[redacted]");
-  return text.replace(/\b(Bearer|Basic)\s+[^\s"',;)]+/gi, "$1 [redacted]").replace(/\/\/[^/\s@]*@/g, "//[redacted]@");
 }
 
 function isScriptClient(target: NodeConfig | ScriptClient): target is ScriptClient {

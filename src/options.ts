@@ -1,6 +1,7 @@
 // Options, their defaults, and the checks that run before any request.
 import { systemClock, type Clock } from "./clock.ts";
 import { InvalidArgumentError } from "./errors.ts";
+import { MIN_SECRET_LENGTH } from "./redact.ts";
 
 /**
  * Options of a {@link Redlock}. Every field is optional; the defaults are listed here and in the README.
@@ -134,13 +135,24 @@ export function checkUrl(url: unknown, where: string): string {
   }
   if (url.includes("?") || url.includes("#")) throw new InvalidArgumentError(where, "must not contain a query or a fragment");
   if (!CLIENT_URL.test(url.replace(/\/$/, ""))) throw new InvalidArgumentError(where, "must be an http(s) URL with a host name");
-  return `${parsed.protocol}//${parsed.host}${parsed.pathname.replace(/\/+$/, "")}`;
+  const port = parsed.port || (parsed.protocol === "https:" ? "443" : "80");
+  return `${canonicalHost(parsed.hostname)}:${port}${parsed.pathname.replace(/\/+$/, "")}`;
 }
 
-/** A REST token: visible ASCII only (no whitespace or control characters). The message never repeats it. */
+/** One spelling per host: lower case (URL does that), no trailing dot, IPv4-mapped IPv6 as IPv4. */
+function canonicalHost(hostname: string): string {
+  const host = hostname.replace(/\.$/, "");
+  const mapped = /^\[::ffff:(?:(\d+\.\d+\.\d+\.\d+)|([0-9a-f]{1,4}):([0-9a-f]{1,4}))\]$/i.exec(host);
+  if (!mapped) return host;
+  if (mapped[1]) return mapped[1];
+  const [hi, lo] = [parseInt(mapped[2], 16), parseInt(mapped[3], 16)];
+  return [hi >> 8, hi & 255, lo >> 8, lo & 255].join(".");
+}
+
+/** A REST token: at least 8 visible ASCII characters (no whitespace or control characters). The message never repeats it. */
 export function checkToken(token: unknown, where: string): string {
-  if (typeof token !== "string" || !/^[\x21-\x7e]+$/.test(token)) {
-    throw new InvalidArgumentError(where, "must be a non-empty string of visible ASCII characters (no whitespace or control characters)");
+  if (typeof token !== "string" || !/^[\x21-\x7e]+$/.test(token) || token.length < MIN_SECRET_LENGTH) {
+    throw new InvalidArgumentError(where, `must be a string of at least ${MIN_SECRET_LENGTH} visible ASCII characters (no whitespace or control characters)`);
   }
   return token;
 }

@@ -191,6 +191,7 @@ export class Redlock {
   async release(lock: Lock): Promise<ReleaseResult> {
     const state = lockState(lock);
     state.released = true;
+    state.expiresAt = Math.min(state.expiresAt, this.#clock.epoch());
     const keys = [...lock.resources];
     // Acquire replies still out now may land after this release.
     const late = new Map(state.stragglers);

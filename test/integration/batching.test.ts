@@ -2,7 +2,7 @@
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import { Redlock, type RedlockOptions } from "../../src/index.ts";
-import { loadScripts, until, useCluster } from "./fixture.ts";
+import { loadScripts, settle, until, useCluster } from "./fixture.ts";
 
 const env = useCluster();
 const config = () => env.cluster.nodes.map(({ url, token }) => ({ url, token }));
@@ -99,11 +99,11 @@ describe("Upstash key-based locking (real Redis)", () => {
   it("every script the lock sends carries #!lua flags=allow-key-locking where the node accepts it", async () => {
     await loadScripts(env); // through the bridges, so they know each SHA the lock sends is a flagged script's
     await resetCounters();
-    const redlock = new Redlock(config(), options);
+    const redlock = new Redlock(env.nodes, options); // counted: settle() waits for every request, stragglers too
     const lock = await redlock.acquire(["flag:k"], 5_000, { fencing: true });
     await lock.extend(6_000);
     await (await lock.release()).pending;
-    await until(async () => (await counters()).every((c) => c.inFlight === 0));
+    await settle(env);
     for (const c of await counters()) {
       const scripts = (c.commands.evalsha ?? 0) + (c.commands.eval ?? 0);
       expect(scripts).toBeGreaterThanOrEqual(3); // acquire, fence, extend, release (a node may miss the cut fence round)
@@ -116,7 +116,8 @@ describe("Upstash key-based locking (real Redis)", () => {
     await resetCounters();
     const redlock = new Redlock(config(), options);
     const first = await redlock.acquire(["fallback:1"], 5_000);
-    await until(async () => (await counters()).every((c) => c.inFlight === 0));
+    // Each node: EVALSHA → NOSCRIPT, EVAL; node 2 one more (the flagged EVAL is rejected, then the plain one).
+    await until(async () => (await counters()).every((c, i) => c.received === (i === 2 ? 3 : 2) && c.inFlight === 0));
     expect(await env.tcp[2].get("fallback:1")).toBe(first.value); // node 2 granted with the plain script
     let node2 = (await counters())[2];
     // EVALSHA (flagged, unknown) → NOSCRIPT; EVAL (flagged) → "Unexpected flag"; EVAL without the flag → granted.
@@ -124,7 +125,7 @@ describe("Upstash key-based locking (real Redis)", () => {
     expect(node2.flaggedScripts).toBe(1);
     await resetCounters();
     const second = await redlock.acquire(["fallback:2"], 5_000);
-    await until(async () => (await counters()).every((c) => c.inFlight === 0));
+    await until(async () => (await counters()).every((c) => c.received === 1 && c.inFlight === 0));
     node2 = (await counters())[2];
     expect(node2.commands).toEqual({ evalsha: 1 }); // remembered: straight to the plain script's SHA
     expect(node2.flaggedScripts).toBe(0);

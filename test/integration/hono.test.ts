@@ -96,6 +96,7 @@ describe("redlock() middleware in Node", () => {
     app.onError((error, c) => c.json({ error: error.message }, 500));
     const res = await app.request("/boom", { method: "POST" });
     expect(res.status).toBe(500);
+    await settle(env); // the release resolved once a quorum answered; the rest lands now
     for (const tcp of env.tcp) expect(await tcp.exists("lock:boom")).toBe(0);
   });
 

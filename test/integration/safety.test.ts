@@ -1,22 +1,13 @@
 // What lands late cannot make two holders, on five real redis-server nodes: a late, shorter extension;
-// an extension racing a release; a streamed response still being produced after the handler returned.
-import { Hono } from "hono";
-import { streamText } from "hono/streaming";
+// an extension racing a release. Streamed responses: test/integration/hono-streaming.test.ts.
 import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, LockExtensionError, Redlock } from "../../src/index.ts";
-import { redlock, type RedlockVariables } from "../../src/hono.ts";
 import { loadScripts, settle, until, useCluster, type Fixture } from "./fixture.ts";
 
 const env = useCluster();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const holding = async (fixture: Fixture, key: string) => (await Promise.all(fixture.tcp.map((t) => t.exists(key)))).reduce((a, b) => a + b, 0);
-
-/** A Workers-like execution context that collects what is handed to waitUntil. */
-function executionContext() {
-  const waited: Promise<unknown>[] = [];
-  return { waited, ctx: { waitUntil: (p: Promise<unknown>) => void waited.push(p), passThroughOnException: () => {}, props: {} } };
-}
 
 describe("a late, shorter extension (real Redis)", () => {
   it("does not shorten the key on a majority: a contender is refused while the holder's validity lasts", async () => {
@@ -66,6 +57,28 @@ describe("a released lock is dead (real Redis)", () => {
     await next.release();
   });
 
+  it("an extension racing a release in both orders at once (release first on 0-2, last on 3-4) reports released and leaves no key", async () => {
+    await loadScripts(env);
+    const lock = await new Redlock(env.nodes, { retryCount: 0, nodeTimeout: 1_000 }).acquire(["mixed:k"], 5_000);
+    await settle(env);
+    await Promise.all(env.admins.map((a) => a.faults({ latencyMs: 200 })));
+    const extension = lock.extend(8_000).then(
+      () => "extended",
+      (e: unknown) => e,
+    );
+    await until(async () => (await Promise.all(env.admins.map((a) => a.state()))).every((s) => s.counters.waiting === 1));
+    // The release overtakes the extension on 0-2 and lands 400 ms later on 3-4 (after the extension ran there).
+    await Promise.all([0, 1, 2].map((i) => env.admins[i].faults({ latencyMs: 0 })));
+    await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 400 })));
+    const result = await lock.release();
+    await result.pending;
+    const outcome = await extension;
+    await settle(env);
+    expect(outcome).toBeInstanceOf(LockExtensionError);
+    expect((outcome as LockExtensionError).reason).toBe("released");
+    expect(await Promise.all(env.tcp.map((t) => t.pttl("mixed:k")))).toEqual([-2, -2, -2, -2, -2]);
+  });
+
   it("extend() after release() throws at once and sends nothing", async () => {
     const lock = await new Redlock(env.nodes, { retryCount: 0 }).acquire(["dead:k"], 5_000);
     await settle(env);
@@ -76,71 +89,5 @@ describe("a released lock is dead (real Redis)", () => {
     expect((error as LockExtensionError).reason).toBe("released");
     expect((await Promise.all(env.admins.map((a) => a.state()))).map((s) => s.counters.received)).toEqual([0, 0, 0, 0, 0]);
     expect(await holding(env, "dead:k")).toBe(0);
-  });
-});
-
-describe("the Hono middleware and streamed responses (real Redis)", () => {
-  /** A route that streams `lines` lines, one every `everyMs`, under a lock with a short ttl. */
-  function streamingApp(options: { lines: number; everyMs: number; ttl?: number }) {
-    const aborted: string[] = [];
-    const app = new Hono<{ Variables: RedlockVariables }>();
-    const rl = new Redlock(env.nodes, { nodeTimeout: 150 });
-    app.get("/stream", redlock("stream:k", { redlock: rl, ttl: options.ttl ?? 600 }), (c) =>
-      streamText(c, async (s) => {
-        s.onAbort(() => void aborted.push("aborted"));
-        for (let i = 0; i < options.lines && !s.aborted; i++) {
-          await s.writeln(`line ${i}`);
-          await s.sleep(options.everyMs);
-        }
-      }),
-    );
-    return { app, aborted };
-  }
-
-  it("holds and extends the lock until the body has been streamed in full, then releases it", async () => {
-    const { app } = streamingApp({ lines: 10, everyMs: 100 });
-    const { waited, ctx } = executionContext();
-    const res = await app.request("/stream", {}, {}, ctx);
-    expect(res.status).toBe(200);
-    const reader = res.body!.getReader();
-    await reader.read();
-    await sleep(700); // past the 600 ms ttl: the key is still there only because the lock was extended
-    expect(await holding(env, "stream:k")).toBeGreaterThanOrEqual(3);
-    const second = await app.request("/stream", {}, {}, executionContext().ctx);
-    expect(second.status).toBe(423); // no second critical section while the first body streams
-    await second.body?.cancel();
-    let text = "";
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += new TextDecoder().decode(chunk.value);
-    expect(text).toContain("line 9");
-    expect(waited).toHaveLength(1);
-    await waited[0];
-    expect(await holding(env, "stream:k")).toBe(0);
-  });
-
-  it("releases when the client cancels the body, and the handler's stream sees the abort", async () => {
-    const { app, aborted } = streamingApp({ lines: 50, everyMs: 100 });
-    const { waited, ctx } = executionContext();
-    const res = await app.request("/stream", {}, {}, ctx);
-    const reader = res.body!.getReader();
-    await reader.read();
-    expect(await holding(env, "stream:k")).toBeGreaterThanOrEqual(3);
-    await reader.cancel("client went away");
-    await waited[0];
-    expect(await holding(env, "stream:k")).toBe(0);
-    expect(aborted).toEqual(["aborted"]);
-  });
-
-  it("cuts the body when the lock is lost while it streams", async () => {
-    const { app } = streamingApp({ lines: 30, everyMs: 100, ttl: 600 });
-    const { waited, ctx } = executionContext();
-    const res = await app.request("/stream", {}, {}, ctx);
-    const reader = res.body!.getReader();
-    await reader.read();
-    await Promise.all([0, 1, 2].map((i) => env.admins[i].kill()));
-    const outcome = await (async () => {
-      for (;;) if ((await reader.read()).done) return "ended normally";
-    })().catch((e: unknown) => e);
-    expect(outcome).toBeInstanceOf(LockExtensionError);
-    await waited[0];
   });
 });

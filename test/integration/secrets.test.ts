@@ -4,7 +4,9 @@ import type { AddressInfo } from "node:net";
 import { inspect } from "node:util";
 import { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, Redlock } from "../../src/index.ts";
+import { Redis } from "@upstash/redis/cloudflare";
+import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, Redlock, RedlockError, fencedWrite } from "../../src/index.ts";
+import { CLIENT_SETTINGS } from "../../src/node.ts";
 import { redlock as guard } from "../../src/hono.ts";
 import { useCluster } from "./fixture.ts";
 
@@ -92,6 +94,7 @@ describe("secrets in node configuration and in what servers answer", () => {
       ["token with a space", { url, token: "abc SECRETTOKENTAIL" }, "SECRETTOKENTAIL"],
       ["token with a tab", { url, token: "abc\tSECRETTOKENTAIL" }, "SECRETTOKENTAIL"],
       ["token with a NUL", { url, token: "abc\u0000SECRETTOKENTAIL" }, "SECRETTOKENTAIL"],
+      ["token shorter than 8 characters (too short to be kept out of texts reliably)", { url, token: "s3cr3t7" }, "s3cr3t7"],
     ];
     for (const [name, node, secret] of cases) {
       let thrown: unknown;
@@ -137,6 +140,54 @@ describe("secrets in node configuration and in what servers answer", () => {
       }
     } finally {
       for (const server of servers) server.close();
+    }
+  });
+});
+
+describe("secrets through a user-supplied @upstash/redis instance, and the fencing helpers", () => {
+  /** An HTTP server that answers 500 with an error body built from the request's Authorization header. */
+  async function echoServer(body: (authorization: string) => string) {
+    const server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: body(String(req.headers.authorization)) }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+  }
+  const instance = (url: string, token: string) => new Redis({ url, token, ...CLIENT_SETTINGS });
+  const rest = () => env.cluster.nodes.slice(3).map(({ url, token }) => ({ url, token }));
+
+  it("a token with a newline inside: the whole header value is kept out of the message", async () => {
+    const nodes = [...env.cluster.nodes.slice(0, 3).map((n) => instance(n.url, "Bearer-abc\nSECRETTOKENTAIL")), ...rest()];
+    const error = await new Redlock(nodes, { retryCount: 0 }).acquire(["s:newline"], 2_000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockAcquisitionError);
+    for (const text of [...texts(error), ...logged]) expect(text).not.toContain("SECRETTOKENTAIL");
+  });
+
+  it("a token with a comma, echoed by the server after 'Bearer': redacted whole", async () => {
+    const echo = await echoServer((authorization) => `ERR unauthorized: got ${authorization}`);
+    try {
+      const nodes = [...[0, 1, 2].map(() => instance(echo.url, "AbCdEf,SECRETTOKENTAIL")), ...rest()];
+      const error = await new Redlock(nodes, { retryCount: 0 }).acquire(["s:comma"], 2_000).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockAcquisitionError);
+      for (const text of [...texts(error), ...logged]) expect(text).not.toContain("SECRETTOKENTAIL");
+    } finally {
+      echo.server.close();
+    }
+  });
+
+  it("fencedWrite's errors keep the database's words but not the command sent (nor the value written)", async () => {
+    const db = new Redis({ url: env.cluster.nodes[0].url, token: env.cluster.nodes[0].token, ...CLIENT_SETTINGS });
+    await env.tcp[0].hset("s:data:fence", "f", "v"); // the token key holds a hash: the script's GET fails
+    const payload = "card=4111111111111111";
+    const error = await fencedWrite(db, "s:data", payload, "12").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RedlockError);
+    expect(String(error)).toContain("WRONGTYPE");
+    for (const text of texts(error)) {
+      expect(text).not.toMatch(/command was/);
+      expect(text).not.toContain(payload);
+      expect(text).not.toContain(env.cluster.nodes[0].token);
     }
   });
 });
