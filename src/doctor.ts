@@ -466,7 +466,8 @@ function report(health: NodeHealth[], quorum: number, o: ResolvedDoctorOptions, 
   const clocks = up.filter((h) => h.clockOffsetMs !== undefined && h.clockUncertaintyMs !== undefined);
   const spread = clocks.length > 1 ? Math.max(0, Math.max(...clocks.map((h) => h.clockOffsetMs! - h.clockUncertaintyMs!)) - Math.min(...clocks.map((h) => h.clockOffsetMs! + h.clockUncertaintyMs!))) : null;
   if (spread !== null) {
-    const within = `node clocks at least ${fmt(spread)} ms apart (TIME, ± half a round trip); drift allowance ${fmt(drift)} ms (ttl ${o.ttl} × ${o.driftFactor} + 2)`;
+    const apart = spread === 0 ? "node clocks agree within the measurement" : `node clocks at least ${fmt(spread)} ms apart`;
+    const within = `${apart} (TIME, ± half a round trip); drift allowance ${fmt(drift)} ms (ttl ${o.ttl} × ${o.driftFactor} + 2)`;
     add("clocks", spread > drift ? "warn" : "ok", spread > drift ? `${within}: a clock this far off may also run fast or jump` : within);
   }
 
