@@ -373,3 +373,25 @@ describe("a Bun project", () => {
     await exerciseCounter(overHttp(base), "bun");
   });
 });
+
+describe("the JSR package (jsr.json)", () => {
+  it("passes deno publish --dry-run: its files type-check and its public API has no slow types", async () => {
+    // The files jsr.json publishes, in a scratch folder whose npm: imports resolve from linked node_modules
+    // (nodeModulesDir: manual), so the check needs no registry; jsr.io itself is never contacted by a dry run.
+    const config = JSON.parse(readFileSync(join(repo, "jsr.json"), "utf8")) as { name: string; version: string; publish: { include: string[] } };
+    const dir = join(scratch, "jsr");
+    mkdirSync(dir);
+    for (const entry of ["src", "README.md", "LICENSE", "CHANGELOG.md"]) cpSync(join(repo, entry), join(dir, entry), { recursive: true });
+    writeFileSync(join(dir, "jsr.json"), json({ ...config, nodeModulesDir: "manual" }));
+    writeFileSync(join(dir, "package.json"), json({ name: "jsr-check", private: true, dependencies: { "@upstash/redis": "*", hono: "*" } }));
+    for (const link of ["@upstash/redis", "hono", "uncrypto"]) {
+      mkdirSync(dirname(join(dir, "node_modules", link)), { recursive: true });
+      symlinkSync(join(modules, link), join(dir, "node_modules", link), "dir");
+    }
+    const published = ok(await run(tool("deno"), ["publish", "--dry-run", "--config", "jsr.json"], { cwd: dir }), "deno publish --dry-run");
+    const output = (published.stdout + published.stderr).replace(/\x1b\[[0-9;]*m/g, "");
+    expect(output).toContain(`Simulating publish of ${config.name}@${config.version}`);
+    expect(output).toContain("Success Dry run complete");
+    expect(output).not.toContain("Download");
+  });
+});
