@@ -30,7 +30,7 @@ export class MissingConfigurationError extends InvalidArgumentError {
 
 /**
  * Reads `UPSTASH_REDIS_REST_URL_1` … `_N` and `UPSTASH_REDIS_REST_TOKEN_1` … `_N` from any object:
- * a Worker's `env` (its `interface Env`, other bindings included), `process.env`, `Deno.env.toObject()`.
+ * a Worker's `env` (its `interface Env`, other bindings included), Node's or Bun's environment object, `Deno.env.toObject()`.
  * Typed as `object` because an interface has no index signature; only those entries are read, and each
  * must be a non-empty string, else {@link MissingConfigurationError} names it.
  * @example
