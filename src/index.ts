@@ -4,8 +4,8 @@
  *
  * Module systems: the package is ES modules only. `import` works everywhere; `require("edge-redlock")`
  * works on Node 20.19+ and 22.12+ (which load ES modules from `require`), not on older Node.
- * TypeScript resolves the types with `moduleResolution` `bundler`, `node16`/`nodenext` (CommonJS
- * projects included, TypeScript 5.8+) and `node10`. The Hono middleware is `edge-redlock/hono`.
+ * TypeScript resolves the types with `moduleResolution` `bundler` or `node16`/`nodenext` (CommonJS
+ * projects included, TypeScript 5.8+). The Hono middleware is `edge-redlock/hono`.
  *
  * @example
  * import { Redlock } from "edge-redlock";
