@@ -7,7 +7,11 @@ import type { NodeConfig } from "./node.ts";
 import { DEFAULTS } from "./options.ts";
 import { randomValue } from "./token.ts";
 
-/** Options of {@link checkNodes}. */
+/**
+ * Options of {@link checkNodes}.
+ * @example
+ * await checkNodes(nodes, { samples: 10, nodeTimeout: 300, labels: ["eu", "us-east", "us-west", "ap", "sa"] });
+ */
 export interface DoctorOptions {
   /** Timed requests per node after the first one (which opens the connection and is reported apart). Default 4. */
   samples?: number;
@@ -27,17 +31,29 @@ export interface DoctorOptions {
   signal?: AbortSignal;
 }
 
-/** `fail` makes {@link DoctorReport.ok} false; `warn` does not. */
+/**
+ * `fail` makes {@link DoctorReport.ok} false; `warn` does not.
+ * @example
+ * const worst = report.checks.some((c) => c.status === "fail") ? "fail" : "ok";
+ */
 export type CheckStatus = "ok" | "warn" | "fail";
 
-/** One line of the verdict. */
+/**
+ * One line of the verdict.
+ * @example
+ * for (const c of report.checks) console.log(c.status, c.name, c.message);
+ */
 export interface DoctorCheck {
   name: "config" | "reachable" | "scripts" | "key-locking" | "independence" | "latency" | "clocks" | "eviction" | "lock";
   status: CheckStatus;
   message: string;
 }
 
-/** What was found out about one node. Errors are secret-free: no URL, no token. */
+/**
+ * What was found out about one node. Errors are secret-free: no URL, no token.
+ * @example
+ * const twins = report.nodes.filter((n) => n.sameAs.length > 0).map((n) => n.label);
+ */
 export interface NodeHealth {
   /** 0-based position in the list given. */
   index: number;
