@@ -1,11 +1,11 @@
 // checkNodes against the real cluster: healthy, the same database twice, a node down, slow nodes,
 // the key-locking flag refused, eviction on, a refused token, credentials in a URL, and no secret in any report.
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { Bridge } from "../../dev/bridge.ts";
 import { checkNodes, envNames, type DoctorReport } from "../../src/index.ts";
 import { useCluster } from "./fixture.ts";
@@ -160,8 +160,11 @@ describe("checkNodes", () => {
 
 describe("edge-redlock doctor (the CLI, from source)", () => {
   const cli = fileURLToPath(new URL("../../cli/main.ts", import.meta.url));
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
   const envFile = () => {
     const dir = mkdtempSync(join(tmpdir(), "doctor-"));
+    dirs.push(dir);
     const path = join(dir, ".dev.vars");
     const lines = env.cluster.nodes.flatMap((n, i) => [`${envNames(i + 1).url}=${n.url}`, `${envNames(i + 1).token}="${n.token}"`]);
     writeFileSync(path, `# the local cluster\n${lines.join("\n")}\n`);
