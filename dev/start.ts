@@ -1,5 +1,9 @@
 // `npm start` / `npm run start:deno`: five local nodes plus the demo worker bound to them, until Ctrl-C.
+// The tokens reach wrangler through a file only this user can read (not the command line, where `ps` shows them).
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startCluster } from "./cluster.ts";
 import { freePort } from "./redis-server.ts";
@@ -18,10 +22,13 @@ const quiet = { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "fa
 const bin = (path: string) => fileURLToPath(new URL(`../node_modules/${path}`, import.meta.url));
 
 let child: ChildProcess;
+let secrets: string | undefined;
 if (runtime === "workers") {
   const wrangler = bin("wrangler/bin/wrangler.js");
-  const varFlags = Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]);
-  child = spawn(process.execPath, [wrangler, "dev", "--port", String(port), "--ip", "127.0.0.1", "--show-interactive-dev-session=false", ...varFlags], {
+  secrets = mkdtempSync(join(tmpdir(), "edge-redlock-demo-"));
+  const envFile = join(secrets, ".env");
+  writeFileSync(envFile, Object.entries(vars).map(([name, value]) => `${name}=${value}\n`).join(""), { mode: 0o600 });
+  child = spawn(process.execPath, [wrangler, "dev", "--port", String(port), "--ip", "127.0.0.1", "--show-interactive-dev-session=false", "--env-file", envFile], {
     env: { ...process.env, ...quiet },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
@@ -50,6 +57,7 @@ async function stop(code = 0): Promise<never> {
       }
     }
     await cluster.stop();
+    if (secrets) rmSync(secrets, { recursive: true, force: true });
   }
   process.exit(code);
 }
@@ -79,10 +87,16 @@ edge-redlock demo on ${runtime === "workers" ? "Cloudflare Workers (wrangler dev
 five local Redis nodes: ${cluster.nodes.map((n) => n.url).join(" ")}
 
 Try:
+  # with the lock: 8 buyers, 3 in stock → 3 reserved, orders 3, oversold 0
   curl -X PUT ${url}/stock/widget -d '{"count": 3}'
   for i in $(seq 8); do curl -s -X POST "${url}/stock/widget/reserve?wait=10000" & done; wait; echo
   curl ${url}/stock/widget
-  for i in $(seq 8); do curl -s -X POST ${url}/stock/gadget/reserve-unsafe & done; wait   # no lock: oversells
+
+  # without it: the same race oversells (orders > reserved, oversold > 0)
+  curl -X PUT ${url}/stock/gadget -d '{"count": 3}'
+  for i in $(seq 8); do curl -s -X POST ${url}/stock/gadget/reserve-unsafe & done; wait; echo
+  curl ${url}/stock/gadget
+
   curl -X POST ${url}/jobs/nightly/run
   curl ${url}/status/lock:stock:widget
 

@@ -8,8 +8,12 @@ export interface EnvOptions {
   nodes?: number;
 }
 
-/** The variable names for database `n` (1-based). */
-export const envNames = (n: number) => ({ url: `UPSTASH_REDIS_REST_URL_${n}`, token: `UPSTASH_REDIS_REST_TOKEN_${n}` });
+/**
+ * The variable names for database `n` (1-based).
+ * @example
+ * envNames(2); // { url: "UPSTASH_REDIS_REST_URL_2", token: "UPSTASH_REDIS_REST_TOKEN_2" }
+ */
+export const envNames = (n: number): { url: string; token: string } => ({ url: `UPSTASH_REDIS_REST_URL_${n}`, token: `UPSTASH_REDIS_REST_TOKEN_${n}` });
 
 /**
  * Configuration is missing from the environment; `missing` lists the variable names (never values).
@@ -25,20 +29,24 @@ export class MissingConfigurationError extends InvalidArgumentError {
 }
 
 /**
- * Reads `UPSTASH_REDIS_REST_URL_1` … `_N` and `UPSTASH_REDIS_REST_TOKEN_1` … `_N`.
+ * Reads `UPSTASH_REDIS_REST_URL_1` … `_N` and `UPSTASH_REDIS_REST_TOKEN_1` … `_N` from any object:
+ * a Worker's `env` (its `interface Env`, other bindings included), Node's or Bun's environment object, `Deno.env.toObject()`.
+ * Typed as `object` because an interface has no index signature; only those entries are read, and each
+ * must be a non-empty string, else {@link MissingConfigurationError} names it.
  * @example
  * const nodes = nodesFromEnv(env); // Worker bindings, Node's env object or Deno.env.toObject()
  */
-export function nodesFromEnv(env: Record<string, unknown>, options: EnvOptions = {}): NodeConfig[] {
+export function nodesFromEnv(env: object, options: EnvOptions = {}): NodeConfig[] {
   if (typeof env !== "object" || env === null) throw new InvalidArgumentError("env", "must be an object of variables");
+  const vars = env as Record<string, unknown>;
   const count = options.nodes ?? 5;
   if (!Number.isInteger(count) || count < 1) throw new InvalidArgumentError("options.nodes", "must be a positive integer");
   const missing: string[] = [];
   const nodes: NodeConfig[] = [];
   for (let n = 1; n <= count; n++) {
     const names = envNames(n);
-    const url = env[names.url];
-    const token = env[names.token];
+    const url = vars[names.url];
+    const token = vars[names.token];
     if (typeof url !== "string" || url === "") missing.push(names.url);
     if (typeof token !== "string" || token === "") missing.push(names.token);
     nodes.push({ url: url as string, token: token as string });

@@ -52,11 +52,12 @@ export class Redlock {
   /**
    * A Redlock over the databases named in environment variables or Worker bindings:
    * `UPSTASH_REDIS_REST_URL_1` … `_N` and `UPSTASH_REDIS_REST_TOKEN_1` … `_N` (N = `options.nodes`, default 5).
+   * `env` is any object (a Worker's `interface Env` included); those variables must be non-empty strings.
    * Throws {@link MissingConfigurationError} naming every missing variable.
    * @example
    * export default { fetch: (req, env) => Redlock.fromEnv(env).using(...) };
    */
-  static fromEnv(env: Record<string, unknown>, options?: RedlockOptions & EnvOptions): Redlock {
+  static fromEnv(env: object, options?: RedlockOptions & EnvOptions): Redlock {
     const { nodes, ...rest } = options ?? {};
     return new Redlock(nodesFromEnv(env, { nodes }), rest);
   }

@@ -12,6 +12,16 @@ interface Stock {
   reserved: number;
 }
 
+/**
+ * What `GET /stock/:item` answers: the stored blob, plus `orders` (every "reserved" answer given, counted
+ * atomically with INCR) and `oversold` (orders beyond the stock the item started with: count + reserved).
+ * With the lock `orders` equals `reserved`; without it, lost updates hide sales the callers were promised.
+ */
+interface StockView extends Stock {
+  orders: number;
+  oversold: number;
+}
+
 /** How long a reservation "works" between its read and its write, to make the race visible (ms). */
 const WORK_MS = 30;
 
@@ -47,6 +57,7 @@ async function reserve(c: Context, item: string): Promise<Response> {
   if (stock.count <= 0) return c.json({ reserved: false, error: "sold out" }, 409);
   const next = { count: stock.count - 1, reserved: stock.reserved + 1 };
   await redis.set(`stock:${item}`, next);
+  await redis.incr(`stock:${item}:orders`); // atomic, unlike the blob: the ledger of every "yes"
   return c.json({ reserved: true, left: next.count });
 }
 
@@ -70,7 +81,7 @@ export function createApp(options: AppOptions = {}): Hono<{ Variables: RedlockVa
       [
         "edge-redlock demo",
         "PUT  /stock/:item {\"count\": n}   set the stock of an item",
-        "GET  /stock/:item                 read it",
+        "GET  /stock/:item                 read it (orders: every reservation confirmed; oversold: beyond the stock)",
         "POST /stock/:item/reserve         reserve one, under a lock (?wait=ms to queue instead of 423)",
         "POST /stock/:item/reserve-unsafe  the same read-modify-write without the lock",
         "POST /jobs/:name/run              run a job exactly once",
@@ -84,13 +95,17 @@ export function createApp(options: AppOptions = {}): Hono<{ Variables: RedlockVa
     const body = await c.req.json<{ count?: unknown }>().catch(() => ({ count: undefined }));
     const count = Number(body.count);
     if (!Number.isInteger(count) || count < 0) return c.json({ error: "count must be a non-negative integer" }, 400);
-    await store(c).set(`stock:${c.req.param("item")}`, { count, reserved: 0 });
-    return c.json({ count, reserved: 0 });
+    const item = c.req.param("item");
+    await Promise.all([store(c).set(`stock:${item}`, { count, reserved: 0 }), store(c).set(`stock:${item}:orders`, 0)]);
+    return c.json({ count, reserved: 0, orders: 0, oversold: 0 } satisfies StockView);
   });
 
   app.get("/stock/:item", async (c) => {
-    const stock = await store(c).get<Stock>(`stock:${c.req.param("item")}`);
-    return stock ? c.json(stock) : c.json({ error: "no such item" }, 404);
+    const item = c.req.param("item");
+    const [stock, orders] = await Promise.all([store(c).get<Stock>(`stock:${item}`), store(c).get<number>(`stock:${item}:orders`)]);
+    if (!stock) return c.json({ error: "no such item" }, 404);
+    const sold = Number(orders ?? 0);
+    return c.json({ ...stock, orders: sold, oversold: Math.max(0, sold - (stock.count + stock.reserved)) } satisfies StockView);
   });
 
   app.post(

@@ -49,7 +49,7 @@ Deno.test("edge-redlock under Deno: library and demo app over HTTP", options, as
       const responses = await Promise.all(Array.from({ length: 7 }, () => fetch(`${base}/stock/deno-widget/reserve?wait=15000`, { method: "POST" })));
       const statuses = await Promise.all(responses.map(async (r) => (await r.body?.cancel(), r.status)));
       assert.deepEqual(statuses.sort(), [200, 200, 200, 409, 409, 409, 409]);
-      assert.deepEqual(await (await fetch(`${base}/stock/deno-widget`)).json(), { count: 0, reserved: 3 });
+      assert.deepEqual(await (await fetch(`${base}/stock/deno-widget`)).json(), { count: 0, reserved: 3, orders: 3, oversold: 0 });
     });
 
     await t.step("busy → 423 with Retry-After", async () => {

@@ -34,7 +34,7 @@ describe("redlock() middleware in Node", () => {
     const responses = await Promise.all(Array.from({ length: 8 }, () => app.request("/stock/widget/reserve?wait=10000", { method: "POST" })));
     const statuses = responses.map((r) => r.status).sort();
     expect(statuses).toEqual([200, 200, 200, 409, 409, 409, 409, 409]);
-    expect(await (await app.request("/stock/widget")).json()).toEqual({ count: 0, reserved: 3 });
+    expect(await (await app.request("/stock/widget")).json()).toEqual({ count: 0, reserved: 3, orders: 3, oversold: 0 });
   });
 
   it("without the lock the same race oversells (the demo's negative control)", async () => {
@@ -42,9 +42,11 @@ describe("redlock() middleware in Node", () => {
     await app.request("/stock/gadget", { method: "PUT", body: JSON.stringify({ count: 3 }) });
     const responses = await Promise.all(Array.from({ length: 8 }, () => app.request("/stock/gadget/reserve-unsafe", { method: "POST" })));
     const ok = responses.filter((r) => r.status === 200).length;
-    const stock = (await (await app.request("/stock/gadget")).json()) as { reserved: number };
+    const stock = (await (await app.request("/stock/gadget")).json()) as { count: number; reserved: number; orders: number; oversold: number };
     expect(ok).toBeGreaterThan(3);
     expect(stock.reserved).toBeLessThan(ok); // lost updates: more "reserved" answers than recorded
+    expect(stock.orders).toBe(ok); // the stored state shows it: every "yes" is in the ledger
+    expect(stock.oversold).toBe(ok - 3);
   });
 
   it("busy → 423 with a JSON body and Retry-After from the holder's PTTL", async () => {

@@ -1,7 +1,7 @@
 // A user's project, type-checked against the built package (dist/*.d.ts) through the package's own
 // `exports`: strict, ES2022 + DOM libs only, and skipLibCheck off, so every declaration we ship is checked.
 import { Hono } from "hono";
-import { Redlock, LockAcquisitionError, type Lock, type ReleaseResult } from "edge-redlock";
+import { Redlock, LockAcquisitionError, checkNodes, nodesFromEnv, type DoctorReport, type Lock, type ReleaseResult } from "edge-redlock";
 import { redlock, type RedlockVariables } from "edge-redlock/hono";
 
 export async function pay(env: Record<string, string>): Promise<number> {
@@ -19,3 +19,17 @@ export const isBusy = (error: unknown): boolean => error instanceof LockAcquisit
 export const app = new Hono<{ Variables: RedlockVariables }>().post("/orders/:id/pay", redlock((c) => `order:${c.req.param("id")}`, { ttl: 10_000 }), (c) =>
   c.json({ until: c.var.lock.expiresAt, lost: c.var.lock.signal.aborted }),
 );
+
+/** A Worker's bindings as `wrangler types` declares them: an interface (no index signature) with a non-string binding. */
+interface Env {
+  UPSTASH_REDIS_REST_URL_1: string;
+  UPSTASH_REDIS_REST_TOKEN_1: string;
+  RATE_LIMITER: { limit(options: { key: string }): Promise<{ success: boolean }> };
+}
+
+export const fromWorkerEnv = (env: Env): Redlock => Redlock.fromEnv(env, { nodes: 1 });
+
+export async function health(env: Env): Promise<Response> {
+  const report: DoctorReport = await checkNodes(nodesFromEnv(env, { nodes: 1 }), { samples: 2 });
+  return Response.json(report, { status: report.ok ? 200 : 503 });
+}

@@ -61,7 +61,7 @@ describe("inside workerd", () => {
     await worker("/stock/wd-widget", { method: "PUT", body: JSON.stringify({ count: 3 }) });
     const responses = await Promise.all(Array.from({ length: 6 }, () => worker("/stock/wd-widget/reserve?wait=15000", { method: "POST" })));
     expect(responses.map((r) => r.status).sort()).toEqual([200, 200, 200, 409, 409, 409]);
-    expect(await (await worker("/stock/wd-widget")).json()).toEqual({ count: 0, reserved: 3 });
+    expect(await (await worker("/stock/wd-widget")).json()).toEqual({ count: 0, reserved: 3, orders: 3, oversold: 0 });
   });
 
   it("fail-fast contention: successes never exceed the stock, the others get 423, the stock stays consistent", async () => {
@@ -72,7 +72,7 @@ describe("inside workerd", () => {
     expect(ok).toBeLessThanOrEqual(2); // all five may also lose to a split vote: fail fast means no retry
     expect(statuses.every((s) => s === 200 || s === 423)).toBe(true);
     const stock = (await (await worker("/stock/wd-fast")).json()) as { count: number; reserved: number };
-    expect(stock).toEqual({ count: 2 - ok, reserved: ok });
+    expect(stock).toEqual({ count: 2 - ok, reserved: ok, orders: ok, oversold: 0 });
   });
 
   it("busy → 423 with Retry-After", async () => {

@@ -1,0 +1,133 @@
+// `edge-redlock doctor`: read the five variables (environment and --env-file), check the nodes, print, exit.
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { checkNodes, type DoctorOptions } from "../src/doctor.ts";
+import { MissingConfigurationError, envNames, nodesFromEnv } from "../src/env.ts";
+import { parseEnvFile } from "./env-file.ts";
+import { formatReport } from "./table.ts";
+
+/** Exit codes: 0 every check passed (warnings allowed), 1 a check failed, 2 the command could not run. */
+export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+export const DOCTOR_HELP = `Usage: edge-redlock doctor [options]
+
+Checks the databases named by UPSTASH_REDIS_REST_URL_1 … _N and UPSTASH_REDIS_REST_TOKEN_1 … _N
+(from the environment, or from --env-file): reachable and how fast, the lock's scripts load,
+the key-locking flag, independence (a probe key written on one node must not appear on another),
+clock offsets, expected lock latency, eviction, and a trial lock. Prints a table and a verdict.
+
+Options:
+  --env-file PATH      read variables from PATH (KEY=VALUE lines, e.g. .dev.vars); may repeat,
+                       later files win; values from files win over the environment
+  --nodes N            how many databases (default: 5, or more if _6 … are set)
+  --samples N          timed requests per node after the first (default 10)
+  --timeout MS         per-request timeout of the checks (default 3000)
+  --node-timeout MS    the lock's nodeTimeout to judge latency against (default 500)
+  --ttl MS             the ttl to judge clock offsets against (default 10000)
+  --json               print the report as JSON instead of a table
+  -h, --help           show this help
+
+Exit status: 0 all checks passed (warnings allowed), 1 a check failed, 2 the command could not run.
+Output names variables, never their values.
+`;
+
+/** Where the command writes; replaceable for tests. */
+export interface Io {
+  env: Record<string, string | undefined>;
+  out(text: string): void;
+  err(text: string): void;
+}
+
+/**
+ * Runs `doctor` with `args` (what follows the word `doctor`) and resolves with the exit code.
+ * @example
+ * process.exitCode = await doctor(["--env-file", ".dev.vars"], { env: process.env, out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) });
+ */
+export async function doctor(args: string[], io: Io): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        "env-file": { type: "string", multiple: true },
+        nodes: { type: "string" },
+        samples: { type: "string" },
+        timeout: { type: "string" },
+        "node-timeout": { type: "string" },
+        ttl: { type: "string" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+    }));
+  } catch (error) {
+    io.err(`edge-redlock doctor: ${(error as Error).message}\n\n${DOCTOR_HELP}`);
+    return EXIT.usage;
+  }
+  if (values.help) {
+    io.out(DOCTOR_HELP);
+    return EXIT.ok;
+  }
+
+  const vars: Record<string, string | undefined> = { ...io.env };
+  for (const path of values["env-file"] ?? []) {
+    let text: string;
+    try {
+      text = readFileSync(path, "utf8");
+    } catch (error) {
+      io.err(`edge-redlock doctor: cannot read the env file ${path} (${(error as NodeJS.ErrnoException).code ?? "error"})\n`);
+      return EXIT.usage;
+    }
+    Object.assign(vars, parseEnvFile(text));
+  }
+
+  const numbers: Partial<Record<"nodes" | "samples" | "timeout" | "node-timeout" | "ttl", number>> = {};
+  for (const name of ["nodes", "samples", "timeout", "node-timeout", "ttl"] as const) {
+    const raw = values[name];
+    if (raw === undefined) continue;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) {
+      io.err(`edge-redlock doctor: --${name} must be a positive integer\n`);
+      return EXIT.usage;
+    }
+    numbers[name] = n;
+  }
+  const count = numbers.nodes ?? Math.max(5, highestConfigured(vars));
+
+  let nodes;
+  try {
+    nodes = nodesFromEnv(vars, { nodes: count });
+  } catch (error) {
+    if (!(error instanceof MissingConfigurationError)) throw error;
+    io.err(`edge-redlock doctor: not configured: ${error.missing.join(", ")} ${error.missing.length === 1 ? "is" : "are"} missing or empty\n`);
+    return EXIT.usage;
+  }
+  const labels = nodes.map((_, i) => envNames(i + 1).url);
+  const options: DoctorOptions = {
+    labels,
+    samples: numbers.samples ?? 10,
+    ...(numbers.timeout ? { timeout: numbers.timeout } : {}),
+    ...(numbers["node-timeout"] ? { nodeTimeout: numbers["node-timeout"] } : {}),
+    ...(numbers.ttl ? { ttl: numbers.ttl } : {}),
+  };
+  const report = await checkNodes(nodes, options);
+  if (values.json) io.out(JSON.stringify(report, null, 2) + "\n");
+  else {
+    const files = values["env-file"]?.length ? ` (with ${values["env-file"].join(", ")})` : "";
+    io.out(`edge-redlock doctor: ${count} nodes from ${envNames(1).url} … _${count}${files}\n\n${formatReport(report)}`);
+    for (const h of report.nodes) {
+      if (h.httpStatus === 401 || h.httpStatus === 403) io.out(`${envNames(h.index + 1).token} was refused (HTTP ${h.httpStatus}): check it belongs to the database of ${h.label}.\n`);
+    }
+  }
+  return report.ok ? EXIT.ok : EXIT.failed;
+}
+
+/** The largest n with a UPSTASH_REDIS_REST_URL_n or _TOKEN_n set. */
+function highestConfigured(vars: Record<string, string | undefined>): number {
+  let highest = 0;
+  for (const name of Object.keys(vars)) {
+    const match = /^UPSTASH_REDIS_REST_(?:URL|TOKEN)_(\d+)$/.exec(name);
+    if (match && vars[name]) highest = Math.max(highest, Number(match[1]));
+  }
+  return highest;
+}

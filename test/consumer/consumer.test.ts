@@ -1,0 +1,397 @@
+// The package as users get it: `npm pack` (which builds it), the tarball unpacked into scratch projects
+// outside this repository, each type-checked strictly (skipLibCheck off) and run against a real cluster:
+// Node ESM, Node CommonJS (`require`), Cloudflare Workers (`wrangler types`, tsc, `wrangler dev`),
+// a Vercel Edge route handler (bundled as Next.js does, run in the edge-runtime VM), Deno and Bun.
+// The scratch projects get the tarball's files as npm would unpack them, and links to the tools and
+// peer dependencies already in this repository's node_modules: nothing is fetched.
+import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { EdgeVM } from "@edge-runtime/vm";
+import { build } from "esbuild";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startCluster, type Cluster } from "../../dev/cluster.ts";
+import { freePort } from "../../dev/redis-server.ts";
+import { Redlock, envNames } from "../../src/index.ts";
+
+const repo = fileURLToPath(new URL("../../", import.meta.url));
+const modules = join(repo, "node_modules");
+const tool = (name: string) => join(modules, ".bin", name);
+const quiet = { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", FORCE_COLOR: "0" };
+
+let cluster: Cluster;
+let scratch: string;
+let tarball: string;
+let packedFiles: string[];
+let vars: Record<string, string>;
+const children = new Set<ChildProcess>();
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to its end; never rejects (the caller asserts on the exit code and prints the output). */
+function run(file: string, args: string[], options: { cwd: string; env?: Record<string, string | undefined> }): Promise<Ran> {
+  return new Promise((resolve) => {
+    execFile(file, args, { cwd: options.cwd, env: { ...process.env, ...quiet, ...options.env }, maxBuffer: 64 * 1024 * 1024, timeout: 90_000 }, (error, stdout, stderr) => {
+      const code = error ? ((error as { code?: unknown }).code as number | null) ?? 1 : 0;
+      resolve({ code: typeof code === "number" ? code : 1, stdout, stderr });
+    });
+  });
+}
+
+/** Asserts success, showing the command's output when it failed. */
+function ok(ran: Ran, what: string): Ran {
+  if (ran.code !== 0) throw new Error(`${what} exited ${ran.code}\n--- stdout\n${ran.stdout}\n--- stderr\n${ran.stderr}`);
+  return ran;
+}
+
+/** Starts a server process and resolves with its base URL once `ready` finds it in the output (or it answers). */
+function serve(file: string, args: string[], options: { cwd: string; env?: Record<string, string>; ready: RegExp | string }): Promise<string> {
+  const child = spawn(file, args, { cwd: options.cwd, env: { ...process.env, ...quiet, ...options.env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  children.add(child);
+  let output = "";
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${file} did not start within 60 s:\n${output}`)), 60_000);
+    const done = (url: string) => {
+      clearTimeout(timer);
+      resolve(url);
+    };
+    const onData = (chunk: Buffer) => {
+      output += String(chunk);
+      if (options.ready instanceof RegExp) {
+        const match = options.ready.exec(output);
+        if (match) done(match[1]);
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${file} exited (${code}) before it was ready:\n${output}`));
+    });
+    if (typeof options.ready === "string") {
+      const url = options.ready;
+      const poll = async () => {
+        while (child.exitCode === null) {
+          if (await fetch(url).then((r) => (void r.body?.cancel(), true), () => false)) return done(url);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      };
+      void poll();
+    }
+  });
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.pid === undefined) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once("exit", () => resolve());
+    try {
+      process.kill(-child.pid!, "SIGTERM"); // the whole group: wrangler's workerd too
+    } catch {
+      resolve();
+    }
+  });
+}
+
+/**
+ * A scratch project: `files`, the tarball unpacked into node_modules/edge-redlock (what `npm install
+ * edge-redlock-0.1.0.tgz` puts there), and links to `links` in this repository's node_modules.
+ */
+function project(name: string, files: Record<string, string>, links: string[]): string {
+  const dir = join(scratch, name);
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  const installed = join(dir, "node_modules", "edge-redlock");
+  mkdirSync(installed, { recursive: true });
+  const untar = spawnSync("tar", ["-xzf", tarball, "-C", installed, "--strip-components=1"], { encoding: "utf8" });
+  if (untar.status !== 0) throw new Error(`tar exited ${untar.status}: ${untar.stderr}`);
+  for (const link of links) {
+    mkdirSync(dirname(join(dir, "node_modules", link)), { recursive: true });
+    symlinkSync(join(modules, link), join(dir, "node_modules", link), "dir");
+  }
+  return dir;
+}
+
+/** The bin links npm makes for the package (`node_modules/.bin/<name>`, executable). */
+function linkBins(dir: string): void {
+  const pkg = JSON.parse(readFileSync(join(dir, "node_modules/edge-redlock/package.json"), "utf8")) as { bin: Record<string, string> };
+  mkdirSync(join(dir, "node_modules/.bin"), { recursive: true });
+  for (const [name, target] of Object.entries(pkg.bin)) {
+    chmodSync(join(dir, "node_modules/edge-redlock", target), 0o755);
+    symlinkSync(join("..", "edge-redlock", target), join(dir, "node_modules/.bin", name));
+  }
+}
+
+const example = (path: string) => readFileSync(join(repo, "examples", path), "utf8");
+const devVars = () => Object.entries(vars).map(([k, v]) => `${k}=${v}`).join("\n") + "\n";
+const json = (value: unknown) => JSON.stringify(value, null, 2) + "\n";
+
+interface Answer {
+  status: number;
+  body: string;
+  retryAfter: string | null;
+}
+
+/**
+ * The examples' counter, driven over `call`: five increments at once each see a different value (the
+ * lock serialises the read-modify-write); a lock held elsewhere answers 423 with Retry-After; released, it is free again.
+ */
+async function exerciseCounter(call: (method: "GET" | "POST", path: string) => Promise<Answer>, name: string): Promise<void> {
+  const five = await Promise.all(Array.from({ length: 5 }, () => call("POST", `/counter/${name}`)));
+  expect(five.map((a) => a.status), five.map((a) => a.body).join("\n")).toEqual([200, 200, 200, 200, 200]);
+  expect(five.map((a) => (JSON.parse(a.body) as { value: number }).value).sort()).toEqual([1, 2, 3, 4, 5]);
+  expect(JSON.parse((await call("GET", `/counter/${name}`)).body)).toEqual({ value: 5 });
+
+  const holder = await new Redlock(cluster.nodes, { retryCount: 0 }).acquire([`lock:counter:${name}`], 5_000);
+  const busy = await call("POST", `/counter/${name}?wait=0`);
+  expect(busy.status, busy.body).toBe(423);
+  expect(Number(busy.retryAfter)).toBeGreaterThanOrEqual(1);
+  await (await holder.release()).pending;
+  const after = await call("POST", `/counter/${name}?wait=0`);
+  expect(after.status, after.body).toBe(200);
+  expect((JSON.parse(after.body) as { value: number }).value).toBe(6);
+}
+
+const overHttp = (base: string) => async (method: "GET" | "POST", path: string): Promise<Answer> => {
+  const res = await fetch(base + path, { method });
+  return { status: res.status, body: await res.text(), retryAfter: res.headers.get("retry-after") };
+};
+
+beforeAll(async () => {
+  scratch = mkdtempSync(join(tmpdir(), "edge-redlock-consumer-"));
+  const [started, packed] = await Promise.all([
+    startCluster({ nodes: 5 }),
+    run("npm", ["pack", "--json", "--pack-destination", scratch], { cwd: repo }), // prepack builds dist/
+  ]);
+  cluster = started;
+  vars = Object.fromEntries(cluster.nodes.flatMap((n, i) => [[envNames(i + 1).url, n.url], [envNames(i + 1).token, n.token]]));
+  ok(packed, "npm pack");
+  const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
+  tarball = join(scratch, info.filename);
+  packedFiles = info.files.map((f) => f.path).sort();
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([...children].map(stop));
+  await cluster?.stop();
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+describe("the packed tarball", () => {
+  it("holds the built package and what a user needs, nothing else", () => {
+    expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "README.md", "LICENSE", "CHANGELOG.md", "dist/src/index.js", "dist/src/index.d.ts", "dist/src/hono.js", "dist/src/hono.d.ts", "dist/src/doctor.js", "dist/cli/main.js"]));
+    const unexpected = packedFiles.filter((f) => !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/src\/[\w-]+\.(js|d\.ts)|dist\/cli\/[\w-]+\.js)$/.test(f));
+    expect(unexpected).toEqual([]);
+  });
+});
+
+describe("a Node ES module project", () => {
+  it("type-checks strictly against the package, takes, contends for and releases a lock, and runs the doctor from its bin", async () => {
+    const dir = project(
+      "node-esm",
+      {
+        "package.json": json({ name: "consumer-node-esm", private: true, type: "module" }),
+        "tsconfig.json": json({
+          compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", lib: ["ES2022"], types: ["node"], strict: true, skipLibCheck: false, outDir: "dist", rootDir: "src" },
+          include: ["src"],
+        }),
+        "src/lock.ts": readFileSync(join(repo, "test/consumer/fixtures/node/lock.ts"), "utf8"),
+        ".dev.vars": devVars(),
+      },
+      ["@upstash/redis", "hono", "@types/node"],
+    );
+    linkBins(dir);
+    ok(await run(tool("tsc"), ["-p", dir], { cwd: dir }), "tsc");
+    expect(readFileSync(join(dir, "dist/lock.js"), "utf8")).toMatch(/^import \{ LockAcquisitionError, Redlock \} from "edge-redlock";$/m);
+    const ran = ok(await run(process.execPath, ["dist/lock.js", "consumer:esm"], { cwd: dir, env: vars }), "node dist/lock.js");
+    expect(JSON.parse(ran.stdout)).toMatchObject({ system: "esm", contended: "held", reacquired: true, middleware: "function" });
+    expect((JSON.parse(ran.stdout) as { released: number }).released).toBeGreaterThanOrEqual(3);
+
+    // The bin as npm links it: `npx edge-redlock doctor --env-file .dev.vars`.
+    const bin = join(dir, "node_modules/.bin/edge-redlock");
+    const doctor = await run(bin, ["doctor", "--env-file", ".dev.vars", "--samples", "2"], { cwd: dir, env: { PATH: process.env.PATH } });
+    expect(doctor.code, doctor.stdout + doctor.stderr).toBe(0);
+    expect(doctor.stdout).toMatch(/^OK: 5 independent nodes, quorum 3, a lock takes about [\d.]+ ms$/m);
+    writeFileSync(join(dir, ".dev.vars"), devVars().replace(vars.UPSTASH_REDIS_REST_URL_5, "http://127.0.0.1:9"));
+    const down = await run(bin, ["doctor", "--env-file", ".dev.vars", "--samples", "1"], { cwd: dir });
+    expect(down.code).toBe(1);
+    expect(down.stdout).toMatch(/^FAIL +reachable +UPSTASH_REDIS_REST_URL_5: network: /m);
+    for (const secret of [vars.UPSTASH_REDIS_REST_TOKEN_1, ...cluster.nodes.map((n) => n.url)]) expect(doctor.stdout + down.stdout).not.toContain(secret);
+    expect(ok(await run(bin, ["--version"], { cwd: dir }), "edge-redlock --version").stdout).toBe(`${JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version}\n`);
+  });
+});
+
+describe("a Node CommonJS project", () => {
+  it("compiles to require(), type-checks strictly, and takes, contends for and releases a lock on Node 24", async () => {
+    const dir = project(
+      "node-cjs",
+      {
+        "package.json": json({ name: "consumer-node-cjs", private: true, type: "commonjs" }),
+        "tsconfig.json": json({
+          compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", lib: ["ES2022"], types: ["node"], strict: true, skipLibCheck: false, outDir: "dist", rootDir: "src" },
+          include: ["src"],
+        }),
+        "src/lock.ts": readFileSync(join(repo, "test/consumer/fixtures/node/lock.ts"), "utf8"),
+      },
+      ["@upstash/redis", "hono", "@types/node"],
+    );
+    ok(await run(tool("tsc"), ["-p", dir], { cwd: dir }), "tsc");
+    const emitted = readFileSync(join(dir, "dist/lock.js"), "utf8");
+    expect(emitted).toContain('require("edge-redlock")');
+    expect(emitted).toContain('require("edge-redlock/hono")');
+    const ran = ok(await run(process.execPath, ["dist/lock.js", "consumer:cjs"], { cwd: dir, env: vars }), "node dist/lock.js");
+    expect(process.version).toMatch(/^v24\./);
+    expect(JSON.parse(ran.stdout)).toMatchObject({ system: "commonjs", contended: "held", reacquired: true, middleware: "function" });
+  });
+});
+
+describe("a Cloudflare Workers project", () => {
+  it("gets interface Env from `wrangler types`, type-checks the example Worker, and runs it in workerd (wrangler dev)", async () => {
+    const dir = project(
+      "workers",
+      {
+        "package.json": example("cloudflare-worker/package.json"),
+        "wrangler.toml": example("cloudflare-worker/wrangler.toml"),
+        "tsconfig.json": example("cloudflare-worker/tsconfig.json"),
+        "src/index.ts": example("cloudflare-worker/src/index.ts"),
+        ".dev.vars": devVars(),
+      },
+      ["@upstash/redis"],
+    );
+    const wrangler = join(modules, "wrangler/bin/wrangler.js");
+    ok(await run(process.execPath, [wrangler, "types"], { cwd: dir }), "wrangler types");
+    const generated = readFileSync(join(dir, "worker-configuration.d.ts"), "utf8");
+    expect(generated).toMatch(/^interface __BaseEnv_Env \{\n\tUPSTASH_REDIS_REST_URL_1: string;/m);
+    expect(generated).toMatch(/^interface Env extends __BaseEnv_Env \{\}$/m);
+    ok(await run(tool("tsc"), ["-p", dir], { cwd: dir }), "tsc");
+
+    const port = await freePort();
+    const base = await serve(process.execPath, [wrangler, "dev", "--port", String(port), "--ip", "127.0.0.1", "--show-interactive-dev-session=false"], {
+      cwd: dir,
+      ready: `http://127.0.0.1:${port}/counter/ready`,
+    });
+    const origin = new URL(base).origin;
+    await exerciseCounter(overHttp(origin), "worker");
+
+    // using() inside ctx.waitUntil: answered 202 at once, the increments land after the responses.
+    const accepted = await Promise.all(Array.from({ length: 3 }, () => fetch(`${origin}/counter/worker-bg/background`, { method: "POST" })));
+    expect(accepted.map((r) => r.status)).toEqual([202, 202, 202]);
+    let value = 0;
+    for (let i = 0; i < 100 && value < 3; i++) {
+      value = ((await (await fetch(`${origin}/counter/worker-bg`)).json()) as { value: number }).value;
+      if (value < 3) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(value).toBe(3);
+  });
+});
+
+describe("a Vercel Edge (Next.js) route handler", () => {
+  it("type-checks strictly, bundles with the edge conditions, and runs in the edge-runtime VM", async () => {
+    const route = "app/api/counter/[name]/route.ts";
+    const dir = project(
+      "vercel-edge",
+      { "package.json": json({ name: "consumer-vercel-edge", private: true }), "tsconfig.json": example("vercel-edge/tsconfig.json"), [route]: example(`vercel-edge/${route}`) },
+      ["@upstash/redis", "@types/node"],
+    );
+    ok(await run(tool("tsc"), ["-p", dir], { cwd: dir }), "tsc");
+    expect(readFileSync(join(dir, route), "utf8")).toMatch(/^export const runtime = "edge";$/m);
+    // Next.js bundles edge routes with these conditions; the bundle is a script the VM can evaluate.
+    const bundle = await build({
+      entryPoints: [join(dir, route)],
+      absWorkingDir: dir,
+      bundle: true,
+      write: false,
+      format: "iife",
+      globalName: "route",
+      platform: "browser",
+      conditions: ["edge-light", "worker", "browser"],
+      target: "es2022",
+      logLevel: "silent",
+    });
+    const vm = new EdgeVM({
+      extend: (context) => Object.assign(context, { process: { env: { ...vars } } }),
+    });
+    expect(vm.evaluate("typeof EdgeRuntime")).toBe("string");
+    vm.evaluate(bundle.outputFiles[0].text);
+    vm.evaluate(`globalThis.__call = async (method, path) => {
+      const name = path.split("?")[0].split("/")[2];
+      const res = await route[method](new Request("https://edge.test/api" + path, { method }), { params: Promise.resolve({ name }) });
+      return { status: res.status, body: await res.text(), retryAfter: res.headers.get("retry-after") };
+    }`);
+    expect(vm.evaluate("route.runtime")).toBe("edge");
+    const call = (method: "GET" | "POST", path: string) => vm.evaluate(`__call(${JSON.stringify(method)}, ${JSON.stringify(path)})`) as Promise<Answer>;
+    await exerciseCounter(call, "vercel");
+  });
+});
+
+describe("a Deno project (nodeModulesDir: manual)", () => {
+  it("type-checks the Deno Deploy example with deno check, and serves it with deno run", async () => {
+    const dir = project(
+      "deno",
+      {
+        "deno.json": json({ nodeModulesDir: "manual", compilerOptions: { strict: true } }),
+        "package.json": json({ name: "consumer-deno", private: true, type: "module", dependencies: { "edge-redlock": "*", "@upstash/redis": "*" } }),
+        "main.ts": example("deno-deploy/main.ts"),
+      },
+      ["@upstash/redis", "@types/node"],
+    );
+    ok(await run(tool("deno"), ["check", "--all", "main.ts"], { cwd: dir }), "deno check");
+    const base = await serve(tool("deno"), ["run", "--allow-net", "--allow-env", "main.ts"], { cwd: dir, env: { ...vars, PORT: "0" }, ready: /listening on (http:\/\/127\.0\.0\.1:\d+)/ });
+    await exerciseCounter(overHttp(base), "deno");
+  });
+});
+
+describe("a Bun project", () => {
+  it("type-checks the Bun example with @types/bun, and serves it with bun run", async () => {
+    const dir = project(
+      "bun",
+      { "package.json": example("bun/package.json"), "tsconfig.json": example("bun/tsconfig.json"), "server.ts": example("bun/server.ts") },
+      ["@upstash/redis"],
+    );
+    // What `bun add -d @types/bun` installs today: @types/bun, bun-types, and the newest @types/node
+    // (bun-types 1.4 needs Node types newer than the 24.x this repository pins) with its undici-types.
+    const declarations = (from: string) => (path: string) => !/\.(md|mdx)$/.test(path) || path === from;
+    for (const [from, to] of [
+      ["@types/bun", "@types/bun"],
+      ["bun-types", "bun-types"],
+      ["types-node-26", "@types/node"],
+      ["types-node-26/node_modules/undici-types", "undici-types"],
+    ]) {
+      cpSync(join(modules, from), join(dir, "node_modules", to), { recursive: true, dereference: true, filter: declarations(join(modules, from)) });
+    }
+    rmSync(join(dir, "node_modules/@types/node/node_modules"), { recursive: true, force: true });
+    ok(await run(tool("tsc"), ["-p", dir], { cwd: dir }), "tsc");
+    const base = await serve(tool("bun"), ["run", "server.ts"], { cwd: dir, env: { ...vars, PORT: "0" }, ready: /listening on (http:\/\/127\.0\.0\.1:\d+)/ });
+    await exerciseCounter(overHttp(base), "bun");
+  });
+});
+
+describe("the JSR package (jsr.json)", () => {
+  it("passes deno publish --dry-run: its files type-check and its public API has no slow types", async () => {
+    // The files jsr.json publishes, in a scratch folder whose npm: imports resolve from linked node_modules
+    // (nodeModulesDir: manual), so the check needs no registry; jsr.io itself is never contacted by a dry run.
+    const config = JSON.parse(readFileSync(join(repo, "jsr.json"), "utf8")) as { name: string; version: string; publish: { include: string[] } };
+    const dir = join(scratch, "jsr");
+    mkdirSync(dir);
+    for (const entry of ["src", "README.md", "LICENSE", "CHANGELOG.md"]) cpSync(join(repo, entry), join(dir, entry), { recursive: true });
+    writeFileSync(join(dir, "jsr.json"), json({ ...config, nodeModulesDir: "manual" }));
+    writeFileSync(join(dir, "package.json"), json({ name: "jsr-check", private: true, dependencies: { "@upstash/redis": "*", hono: "*" } }));
+    for (const link of ["@upstash/redis", "hono", "uncrypto"]) {
+      mkdirSync(dirname(join(dir, "node_modules", link)), { recursive: true });
+      symlinkSync(join(modules, link), join(dir, "node_modules", link), "dir");
+    }
+    const published = ok(await run(tool("deno"), ["publish", "--dry-run", "--config", "jsr.json"], { cwd: dir }), "deno publish --dry-run");
+    const output = (published.stdout + published.stderr).replace(/\x1b\[[0-9;]*m/g, "");
+    expect(output).toContain(`Simulating publish of ${config.name}@${config.version}`);
+    expect(output).toContain("Success Dry run complete");
+    expect(output).not.toContain("Download");
+  });
+});
