@@ -4,16 +4,15 @@ import { anySignal, systemClock } from "./clock.ts";
 import { LockAcquisitionError } from "./errors.ts";
 import type { NodeConfig } from "./node.ts";
 import { Redlock } from "./redlock.ts";
-import { ACQUIRE, EXTEND, FENCE, RELEASE, scriptSha } from "./scripts.ts";
+import { ACQUIRE, EXTEND, FENCE, KEY_LOCKING, RELEASE, scriptSha, withoutKeyLocking } from "./scripts.ts";
 import type { NodeHealth } from "./doctor.ts";
 
 /** Keys the doctor writes start with this; they expire after {@link PROBE_TTL_MS} if a cleanup fails. */
-export const PROBE_PREFIX = "edge-redlock:doctor:";
+export const PROBE_PREFIX = "edge-redlock-doctor:";
 const PROBE_TTL_MS = 60_000;
 /** A read-only script: scripting works at all. */
 const EXISTS_SCRIPT = 'return redis.call("EXISTS", KEYS[1])';
 /** Upstash locks only the script's KEYS with this flag; plain Redis 7 rejects it. */
-const KEY_LOCKING_SHEBANG = "#!lua flags=allow-key-locking\n";
 /** The scripts a lock runs: each must load under the SHA the library computes (EVALSHA). */
 const LOCK_SCRIPTS = [ACQUIRE, RELEASE, EXTEND, FENCE];
 
@@ -110,19 +109,21 @@ export async function measure(call: Call, samples: number): Promise<Partial<Node
 }
 
 /**
- * One pipeline: SCRIPT LOAD of the lock's scripts (each must answer the SHA the library computes), a
- * plain EVAL, the same EVAL with Upstash's key-locking flag, INFO memory (eviction), and SET of this
- * node's probe key. `probed` says whether the probe was written.
+ * One pipeline: SCRIPT LOAD of the lock's scripts without the key-locking flag, as any Redis takes them
+ * (each must answer the SHA the library computes), a plain EVAL, the same EVAL with Upstash's
+ * key-locking flag (accepted, or the library falls back to the loaded scripts), INFO memory (eviction),
+ * and SET of this node's probe key. `probed` says whether the probe was written.
  * @example
  * const { health, probed } = await inspect(call, probeKey, run);
  */
 export async function inspect(call: Call, probeKey: string, run: string): Promise<{ health: Partial<NodeHealth>; probed: boolean }> {
-  const shas = await Promise.all(LOCK_SCRIPTS.map(scriptSha));
+  const sources = LOCK_SCRIPTS.map((s) => withoutKeyLocking(s.lua));
+  const shas = await Promise.all(sources.map(scriptSha));
   const reply = await call(
     [
-      ...LOCK_SCRIPTS.map((s) => ["SCRIPT", "LOAD", s.lua]),
+      ...sources.map((lua) => ["SCRIPT", "LOAD", lua]),
       ["EVAL", EXISTS_SCRIPT, "1", probeKey],
-      ["EVAL", KEY_LOCKING_SHEBANG + EXISTS_SCRIPT, "1", probeKey],
+      ["EVAL", KEY_LOCKING + EXISTS_SCRIPT, "1", probeKey],
       ["INFO", "memory"],
       ["SET", probeKey, run, "PX", String(PROBE_TTL_MS)],
     ],
@@ -203,7 +204,7 @@ export interface Trial {
 /**
  * Takes and releases one lock the way the library does, on every configured node.
  * @example
- * const trial = await trialLock(nodes, "edge-redlock:doctor:1a2b:lock", { ttl: 10_000, nodeTimeout: 500, driftFactor: 0.01 });
+ * const trial = await trialLock(nodes, "edge-redlock-doctor:1a2b:lock", { ttl: 10_000, nodeTimeout: 500, driftFactor: 0.01 });
  */
 export async function trialLock(nodes: readonly NodeConfig[], key: string, o: { ttl: number; nodeTimeout: number; driftFactor: number; signal?: AbortSignal }): Promise<Trial> {
   let redlock: Redlock;

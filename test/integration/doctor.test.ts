@@ -17,7 +17,7 @@ const fast = { samples: 2, settleMs: 50 };
 
 /** Probe keys and trial locks left on any node. */
 async function leftovers(): Promise<string[]> {
-  return (await Promise.all(env.tcp.map((c) => c.keys("edge-redlock:doctor:*")))).flat();
+  return (await Promise.all(env.tcp.map((c) => c.keys("edge-redlock-doctor:*")))).flat();
 }
 
 function expectNoSecrets(report: DoctorReport, secrets: string[]): void {
