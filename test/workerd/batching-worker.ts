@@ -18,7 +18,7 @@ globalThis.fetch = (input: RequestInfo | URL, init?: RequestInit) => {
 let resolveShared: ((value: string) => void) | undefined;
 
 export default {
-  async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+  async fetch(request: Request, env: Env, ctx: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
     const url = new URL(request.url);
     redlock ??= new Redlock(JSON.parse(env.NODES), { retryCount: 2, retryDelay: 20, retryJitter: 10 });
     if (url.pathname === "/many") {
