@@ -171,10 +171,28 @@ async function evalScript(send: Send<EvalCommand>, script: Script, keys: string[
  * const vote = await castVote(node, ACQUIRE, ["k"], [value, "10000"], signal, [token]);
  */
 export async function castVote(node: RedlockNode, script: Script, keys: string[], args: string[], signal: AbortSignal, secrets: readonly string[] = []): Promise<Vote> {
+  const outcome = await runScript(node, script, keys, args, signal, secrets);
+  return outcome.ok ? script.vote(outcome.reply) : { outcome: "error", cause: outcome.cause };
+}
+
+/**
+ * Runs `script` on `node`: its raw reply, or a secret-free cause (as {@link castVote} describes it).
+ * For reads that are not votes (inspection).
+ * @example
+ * const outcome = await runScript(node, INSPECT, ["k"], [], signal, [token]);
+ */
+export async function runScript(
+  node: RedlockNode,
+  script: Script,
+  keys: string[],
+  args: string[],
+  signal: AbortSignal,
+  secrets: readonly string[] = [],
+): Promise<{ ok: true; reply: unknown } | { ok: false; cause: string }> {
   try {
-    return script.vote(await node.run(script, keys, args, signal));
+    return { ok: true, reply: await node.run(script, keys, args, signal) };
   } catch (error) {
-    return { outcome: "error", cause: describeFailure(error, signal, [...args, ...secrets]) };
+    return { ok: false, cause: describeFailure(error, signal, [...args, ...secrets]) };
   }
 }
 

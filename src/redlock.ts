@@ -4,11 +4,13 @@ import { InvalidArgumentError, type LockExtensionError, type MaxHoldError } from
 import { Lock, type ReleaseResult } from "./lock.ts";
 import { upstashNode, type NodeConfig, type RedlockNode, type ScriptClient } from "./node.ts";
 import {
-  checkDuration, checkResources, checkRetry, checkSignal, checkToken, checkTtl, checkUrl, checkUsing, defaultThreshold, resolveOptions,
+  checkResources, checkToken, checkTtl, checkUrl, checkUsing, defaultThreshold, resolveOptions,
   type AcquireOptions, type RedlockOptions, type ResolvedOptions, type UsingOptions,
 } from "./options.ts";
 import { holdWhile } from "./keeper.ts";
-import { Rounds, type RetryPolicy } from "./rounds.ts";
+import { Rounds } from "./rounds.ts";
+import { inspectResources, type Inspection } from "./inspect.ts";
+import { Semaphore } from "./semaphore.ts";
 import { ACQUIRE, FENCE, FENCED_ACQUIRE } from "./scripts.ts";
 import { fenceKey, maxFence } from "./fencing.ts";
 
@@ -63,7 +65,7 @@ export class Redlock {
   async acquire(resources: string | readonly string[], ttl: number, options: AcquireOptions = {}): Promise<Lock> {
     const keys = checkResources(resources);
     checkTtl(ttl, this.options.nodeTimeout);
-    const policy = this.retryPolicy(options);
+    const policy = this.#rounds.retryPolicy(options);
     if (options.fencing !== undefined && typeof options.fencing !== "boolean") throw new InvalidArgumentError("options.fencing", "must be a boolean");
     const fencing = options.fencing === true;
     const roundKeys = fencing ? [...keys, ...keys.map(fenceKey)] : keys;
@@ -81,19 +83,6 @@ export class Redlock {
       if (rounds.holds(round, ttl, grant.start)) return { held: new Lock(keys, grant.value, attempt, fence, rounds.held(grant, ttl)) };
       return rounds.failed(attempt, round, grant, ttl, keys);
     });
-  }
-
-  /** @internal The retry settings of one acquisition: the call's, else the instance's (checked). */
-  retryPolicy(options: AcquireOptions): RetryPolicy {
-    if (typeof options !== "object" || options === null) throw new InvalidArgumentError("options", "must be an object");
-    const signal = checkSignal(options.signal, "options.signal");
-    const policy = {
-      retryCount: options.retryCount ?? this.options.retryCount,
-      retryDelay: options.retryDelay ?? this.options.retryDelay,
-      retryJitter: options.retryJitter ?? this.options.retryJitter,
-    };
-    checkRetry(policy, "options");
-    return { ...policy, maxWait: checkDuration("options.maxWait", options.maxWait), signal };
   }
 
   /**
@@ -131,6 +120,29 @@ export class Redlock {
    */
   defaultThreshold(ttl: number): number {
     return defaultThreshold(ttl, this.options.nodeTimeout);
+  }
+
+  /**
+   * A semaphore over the same nodes and options: at most `limit` holders of `key` at once
+   * (1 ≤ limit ≤ 100). Each slot is a mutex of its own, so it never over-admits (docs/SAFETY.md).
+   * @throws {InvalidArgumentError} for a bad key or limit.
+   * @example
+   * const uploads = redlock.semaphore("uploads", 3);
+   * await uploads.using(10_000, async (signal) => upload(file, { signal }));
+   */
+  semaphore(key: string, limit: number): Semaphore {
+    return new Semaphore(key, limit, this.#rounds);
+  }
+
+  /**
+   * Who holds `resources`, read from every node without taking anything (never counted as a vote): per
+   * node, held or not, its PTTL or why it gave no answer; whether one holder holds them on a quorum; and
+   * how long until a quorum of nodes would let them go.
+   * @example
+   * const { heldByQuorum, freeInMs, nodes } = await redlock.inspect(["orders:42"]);
+   */
+  inspect(resources: string | readonly string[]): Promise<Inspection> {
+    return inspectResources(this.#rounds, checkResources(resources));
   }
 
   /**

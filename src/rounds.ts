@@ -3,8 +3,9 @@
 import type { Clock } from "./clock.ts";
 import { LockAcquisitionError, LockExtensionError, type AttemptTally } from "./errors.ts";
 import { lockState, type Lock, type LockOwner, type LockState, type ReleaseResult } from "./lock.ts";
-import { castVote, type RedlockNode } from "./node.ts";
-import { checkTtl, type ResolvedOptions } from "./options.ts";
+import { InvalidArgumentError } from "./errors.ts";
+import { castVote, runScript, type RedlockNode } from "./node.ts";
+import { checkDuration, checkRetry, checkSignal, checkTtl, type AcquireOptions, type ResolvedOptions } from "./options.ts";
 import { fanOut, type Round, type RoundOptions } from "./quorum.ts";
 import { EXTEND, RELEASE, type Script } from "./scripts.ts";
 import { randomUnit, randomValue } from "./token.ts";
@@ -90,6 +91,29 @@ export class Rounds {
     });
   }
 
+  /** A read-only `script` on every node at once, each bounded by nodeTimeout: per node its reply or why there is none. */
+  read(script: Script, keys: string[]): Promise<({ ok: true; reply: unknown } | { ok: false; cause: string })[]> {
+    return Promise.all(
+      this.nodes.map((node) => {
+        const deadline = this.clock.timeout(this.options.nodeTimeout);
+        return runScript(node, script, keys, [], deadline.signal, this.#secrets).finally(deadline.clear);
+      }),
+    );
+  }
+
+  /** The retry settings of one acquisition: the call's, else the instance's (checked). */
+  retryPolicy(options: AcquireOptions): RetryPolicy {
+    if (typeof options !== "object" || options === null) throw new InvalidArgumentError("options", "must be an object");
+    const signal = checkSignal(options.signal, "options.signal");
+    const policy = {
+      retryCount: options.retryCount ?? this.options.retryCount,
+      retryDelay: options.retryDelay ?? this.options.retryDelay,
+      retryJitter: options.retryJitter ?? this.options.retryJitter,
+    };
+    checkRetry(policy, "options");
+    return { ...policy, maxWait: checkDuration("options.maxWait", options.maxWait), signal };
+  }
+
   /** `script` to one node, bounded by nodeTimeout. */
   ask(node: number, script: Script, keys: string[], args: string[]): Promise<Vote> {
     const deadline = this.clock.timeout(this.options.nodeTimeout);
@@ -129,7 +153,7 @@ export class Rounds {
    * settles.
    * @throws {LockAcquisitionError} with every attempt's tally when none held.
    */
-  async retrying<T>(resources: readonly string[], policy: RetryPolicy, attempt: (n: number) => Promise<Attempt<T>>): Promise<T> {
+  async retrying<T>(resources: readonly string[], policy: RetryPolicy, attempt: (n: number) => Promise<Attempt<T>>, what: "lock" | "permit" = "lock"): Promise<T> {
     const { signal, maxWait } = policy;
     const began = this.clock.now();
     const tallies: AttemptTally[] = [];
@@ -150,7 +174,7 @@ export class Rounds {
     } finally {
       await Promise.all(cleanups);
     }
-    throw new LockAcquisitionError(resources, tallies);
+    throw new LockAcquisitionError(resources, tallies, what);
   }
 
   /** See {@link Redlock.release}. */
