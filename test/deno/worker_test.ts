@@ -52,6 +52,29 @@ Deno.test("edge-redlock under Deno: library and demo app over HTTP", options, as
       assert.deepEqual(await (await fetch(`${base}/stock/deno-widget`)).json(), { count: 0, reserved: 3, orders: 3, oversold: 0 });
     });
 
+    await t.step("semaphore: at most its limit at once, in the library and on the demo's render route over HTTP", async () => {
+      const redlock = new Redlock(cluster.nodes, { retryDelay: 30, retryJitter: 20 });
+      let inside = 0;
+      let most = 0;
+      await Promise.all(
+        Array.from({ length: 5 }, () =>
+          redlock.semaphore("deno:sem", 2).using(5_000, async () => {
+            most = Math.max(most, ++inside);
+            await new Promise((r) => setTimeout(r, 80));
+            inside--;
+          }, { retryCount: -1, maxWait: 10_000 }),
+        ),
+      );
+      assert.equal(most, 2);
+      await (await fetch(`${base}/renders`, { method: "DELETE" })).body?.cancel();
+      const responses = await Promise.all(Array.from({ length: 4 }, (_, i) => fetch(`${base}/renders/deno${i}?wait=15000`, { method: "POST" })));
+      const statuses = await Promise.all(responses.map(async (r) => (await r.body?.cancel(), r.status)));
+      assert.deepEqual(statuses, [200, 200, 200, 200]);
+      const log = (await (await fetch(`${base}/renders`)).json()) as { runs: number; mostAtOnce: number };
+      assert.equal(log.runs, 4);
+      assert.equal(log.mostAtOnce, 2);
+    });
+
     await t.step("busy → 423 with Retry-After", async () => {
       const holder = await new Redlock(cluster.nodes).acquire(["lock:stock:deno-busy"], 6_000);
       const res = await fetch(`${base}/stock/deno-busy/reserve`, { method: "POST" });

@@ -113,6 +113,17 @@ describe("inside workerd", () => {
     await lock.release();
   });
 
+  it("a semaphore route: concurrent renders across requests of the isolate, never more than 2 at once; status reads through inspect", async () => {
+    await worker("/renders", { method: "DELETE" });
+    const responses = await Promise.all(Array.from({ length: 5 }, (_, i) => worker(`/renders/wd${i}?wait=15000`, { method: "POST" })));
+    expect(responses.map((r) => r.status)).toEqual(Array(5).fill(200));
+    const log = (await (await worker("/renders")).json()) as { runs: number; mostAtOnce: number };
+    expect(log).toMatchObject({ runs: 5, mostAtOnce: 2 });
+    const status = (await (await worker("/status/nothing-here")).json()) as { heldByQuorum: boolean; freeInMs: number; nodes: unknown[] };
+    expect(status).toMatchObject({ heldByQuorum: false, freeInMs: 0 });
+    expect(status.nodes).toHaveLength(5);
+  });
+
   it("handler throws → the lock is released", async () => {
     // /jobs/:name/run throws inside the handler when the store holds a non-numeric run counter.
     const redlock = new Redlock(nodes);
