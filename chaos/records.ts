@@ -31,8 +31,9 @@ export interface StartRecord {
 }
 
 /**
- * Some lock nodes that some clients could not reach at all from `from` to `to` (a solid partition):
- * their requests were dropped, never run. `clients: "all"` cuts the nodes off for everybody.
+ * Some lock nodes that could grant nothing to some clients from `from` to `to` (a solid partition, or a
+ * node failing every request): their requests were dropped or refused, never run. `clients: "all"`:
+ * for everybody.
  */
 export interface Cut {
   clients: number[] | "all";

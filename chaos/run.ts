@@ -94,21 +94,20 @@ const progress = (line?: string) => {
   process.stderr.write(`chaos: ${Math.round(s)} s, ${pool.cycles} critical sections (${Math.round((pool.cycles / s) * 60)}/min)\n`);
 };
 
-// The director: random faults, the quorum-crash nemesis, random faults, a client crash, … Each targeted
-// scenario waits until every random fault has ended, so it has the cluster to itself.
+// The director: random faults, the quorum-crash nemesis, a client crash, random faults, … Each targeted
+// scenario starts once every random fault has ended, so it has the cluster to itself.
 let nemeses = 0;
 let crashes = 0;
 for (let episode = 0; running() && !noFaults; episode++) {
-  switch (episode % 4) {
+  switch (episode % 3) {
     case 0:
-    case 2:
-      await randomEpisode(bed, random, plan, episodeMs, openers[(episode / 2) % openers.length], running);
+      await randomEpisode(bed, random, plan, episodeMs, openers[(episode / 3) % openers.length], running);
       await bed.drain();
       break;
     case 1:
       progress(await quorumCrash(bed, watch, planQuorumCrash(random, NODES), { resource: resources[0].name, holdMs: 0.8 * TTL, restartDelayMs: 1.5 * TTL, index: ++nemeses }));
       break;
-    case 3:
+    case 2:
       progress(await crashMidSection(bed, random, { maxDelayMs: workMs[0] / 2, freeSlackMs: FREE_SLACK_MS, index: ++crashes }));
       break;
   }
