@@ -29,6 +29,11 @@ export interface ClientMessage {
   stall?: number;
   /** The next section works this long (a long section, within validity); 0 takes it back. */
   holdNext?: number;
+  /**
+   * true: stop contending (a pending acquire is aborted through its signal; a section in progress
+   * finishes normally) until false.
+   */
+  pause?: boolean;
 }
 
 const data = workerData as ClientData;
@@ -40,21 +45,36 @@ const [workMin, workMax] = data.workMs;
 let stopping = false;
 let stallNext = 0;
 let holdNext = 0;
+let held = false;
+let pending: AbortController | undefined;
+let resume = () => {};
 parentPort!.on("message", (message: ClientMessage) => {
   if (message.stop) stopping = true;
   if (message.stall) stallNext = message.stall;
   if (message.holdNext !== undefined) holdNext = message.holdNext;
+  if (message.pause === true) {
+    held = true;
+    pending?.abort();
+  }
+  if (message.pause === false) held = false;
+  if (!held || stopping) resume();
 });
 
 for (let seq = 0; !stopping; seq++) {
+  while (held && !stopping) await new Promise<void>((r) => (resume = r));
+  if (stopping) break;
   let lock;
   const acquireCalled = sharedNow();
+  const acquiring = (pending = new AbortController());
   try {
-    lock = await redlock.acquire([data.resource], data.ttl, { fencing: true, retryCount: -1, maxWait: 5_000 });
+    lock = await redlock.acquire([data.resource], data.ttl, { fencing: true, retryCount: -1, maxWait: 5_000, signal: acquiring.signal });
   } catch (error) {
+    if (acquiring.signal.aborted) continue; // held back by the orchestrator: not a miss
     const miss: MissRecord = { type: "miss", client: data.client, at: sharedNow(), reason: (error as Error).name };
     parentPort!.postMessage(miss);
     continue;
+  } finally {
+    pending = undefined;
   }
   const start = sharedNow();
   const hold = holdNext;

@@ -8,7 +8,7 @@ import { sharedNow, type ChaosRecord, type Cut, type EnterRecord } from "./recor
 import { heldExactlyOn, type ResourceWatch } from "./watch.ts";
 
 export interface QuorumCrashOptions {
-  /** The resource to strike (its clients get the long-section hint). */
+  /** The resource to strike. */
   resource: string;
   /** How long the holder is asked to work (within its validity): the window a contender has. */
   holdMs: number;
@@ -18,64 +18,69 @@ export interface QuorumCrashOptions {
   index: number;
 }
 
-const isEnterOn = (resource: string) => (r: ChaosRecord): r is EnterRecord => r.type === "enter" && r.resource === resource;
+const enterOf = (client: number) => (r: ChaosRecord): r is EnterRecord => r.type === "enter" && r.client === client;
 
 /**
- * One scenario, run with the cluster to itself (no other fault in flight):
- * 1. fail the plan's two other nodes for every client (HTTP 503 at once: with a cut or a hang there,
- *    every contended attempt waited out nodeTimeout on them before it could fail, and 16 contenders
- *    livelocked for seconds; a 503 never runs the command, so it is still a solid cut for the checker);
- * 2. wait (over TCP) until they hold nothing of the resource;
- * 3. ask the resource's clients for a long next section and wait for a holder whose key is on exactly
- *    the quorum (checked over TCP);
- * 4. crash (SIGKILL) the plan's victim, a node of that quorum, and heal the cut;
- * 5. restart the victim empty: at once with --unsafe-restart, else after `restartDelayMs`;
- * 6. wait for the holder's section to end. Logged as one `quorum-crash` fault with its cut.
- * Returns a line for the progress output.
+ * One scenario, run with the cluster to itself (no other fault in flight). Driven step by step rather
+ * than left to chance: with many clients contending for a win that needs every one of three nodes,
+ * Redlock's randomized retries livelock for seconds, so the nemesis holds the contenders back itself.
+ * 1. pick a holder X and a first contender Y among the resource's clients; hold the others (and Y) back;
+ * 2. fail the plan's two other nodes for every client with HTTP 503 (a refused request never runs: for
+ *    the checker a solid cut; a cut or a hang would leave every attempt waiting out nodeTimeout there);
+ * 3. wait (over TCP) until those two nodes hold nothing of the resource;
+ * 4. ask X for a long section and wait until X holds the resource on exactly the quorum (checked over TCP);
+ * 5. crash (SIGKILL) the plan's victim, a node of that quorum, and let the two failed nodes answer again;
+ * 6. restart the victim empty: at once with --unsafe-restart, else after `restartDelayMs` (> the ttl);
+ * 7. let Y contend alone, then the others once Y holds or X's section is over.
+ * Logged as one `quorum-crash` fault with its cut. Returns a line for the progress output.
  */
-export async function quorumCrash(bed: Bed, watch: ResourceWatch, plan: QuorumCrashPlan, options: QuorumCrashOptions): Promise<string> {
+export async function quorumCrash(bed: Bed, watch: ResourceWatch, plan: QuorumCrashPlan, random: () => number, options: QuorumCrashOptions): Promise<string> {
   const { quorum, cut, victim } = plan;
   const { resource } = options;
   const bridges = bed.cluster.bridges;
-  const onResource = (client: number) => bed.pool.resourceOf(client) === resource;
+  const candidates = Array.from({ length: bed.pool.count }, (_, c) => c).filter((c) => bed.pool.resourceOf(c) === resource && bed.pool.alive(c));
   const at = sharedNow();
   const cuts: Cut[] = [];
   let struck = false;
-  let detail: string;
-  const seen: EnterRecord[] = [];
-  const stopSeeing = bed.pool.listen((r) => void (r.type === "enter" && r.resource === resource && seen.push(r)));
-
-  for (const node of cut) bridges[node].setFaults({ status: 503 });
-  const cutFrom = sharedNow();
-  let healed = false;
+  let cutFrom: number | undefined;
   const heal = () => {
-    if (healed) return;
-    healed = true;
+    if (cutFrom === undefined) return;
     cuts.push({ clients: "all", nodes: cut, from: cutFrom, to: sharedNow() });
+    cutFrom = undefined;
     for (const node of cut) bridges[node].setFaults({ status: null });
   };
+  const outcome = (detail: string): string => {
+    heal();
+    bed.write({ type: "fault", kind: "quorum-crash", target: `node ${victim}`, at, until: sharedNow(), cuts, struck, detail });
+    return `nemesis ${options.index}: ${struck ? "" : "missed: "}${detail}`;
+  };
+  if (candidates.length < 2) return outcome(`too few live clients on ${resource}`);
+  const x = candidates.splice(Math.floor(random() * candidates.length), 1)[0];
+  const y = candidates.splice(Math.floor(random() * candidates.length), 1)[0];
+  const others = candidates;
+  const heldBack = new Set([y, ...others]);
+  const release = (clients: number[]) => {
+    for (const c of clients) if (heldBack.delete(c)) bed.pool.send(c, { pause: false });
+  };
+  for (const c of heldBack) bed.pool.send(c, { pause: true });
+  for (const node of cut) bridges[node].setFaults({ status: 503 });
+  cutFrom = sharedNow();
 
   try {
     const clean = await watch.until(resource, (held) => cut.every((node) => held[node] === null), 2 * bed.ttl + 500);
-    if (!clean.ok) {
-      detail = `nodes ${cut.join("+")} never came clean`;
-      return outcome();
-    }
+    if (!clean.ok) return outcome(`nodes ${cut.join("+")} never came clean`);
 
     let holder: EnterRecord | undefined;
     const deadline = Date.now() + 4 * bed.ttl;
     while (!holder && Date.now() < deadline) {
-      bed.pool.broadcast({ holdNext: options.holdMs }, onResource);
-      const enter = await bed.pool.next(isEnterOn(resource), deadline - Date.now());
+      bed.pool.send(x, { holdNext: options.holdMs });
+      const enter = await bed.pool.next(enterOf(x), deadline - Date.now());
       if (!enter) break;
-      // Only a holder that took the hint (it acquired after the hint arrived) works long enough.
+      // Only a section that took the hint works long enough; the TCP look confirms exactly the quorum.
       if (enter.holdMs && heldExactlyOn(await watch.holders(resource), quorum)) holder = enter;
     }
-    bed.pool.broadcast({ holdNext: 0 }, onResource);
-    if (!holder) {
-      detail = `no holder on exactly nodes ${quorum.join("+")}`;
-      return outcome();
-    }
+    bed.pool.send(x, { holdNext: 0 });
+    if (!holder) return outcome(`client ${x} never held exactly nodes ${quorum.join("+")}`);
 
     bed.down.add(victim);
     await bed.cluster.servers[victim].kill();
@@ -88,27 +93,31 @@ export async function quorumCrash(bed: Bed, watch: ResourceWatch, plan: QuorumCr
     bed.down.delete(victim);
     const backAt = sharedNow();
 
-    const stillOpen = () => bed.pool.openSection(holder.client)?.id === holder.id;
-    const until = Date.now() + 3 * bed.ttl;
-    while (stillOpen() && Date.now() < until) await sleep(20);
-    const rival = seen.find((e) => e !== holder && e.start > holder.start);
+    const xOpen = () => bed.pool.openSection(x)?.id === holder.id;
+    let rival: EnterRecord | undefined;
+    const stopWatching = bed.pool.listen((r) => void (r.type === "enter" && r.client === y && (rival ??= r)));
+    release([y]);
+    await until(() => rival !== undefined || !xOpen(), 3 * bed.ttl);
+    release(others);
+    await until(() => !xOpen(), 3 * bed.ttl);
+    stopWatching();
     const rivalText = rival
-      ? `next holder client ${rival.client} at +${ms(rival.start - crashedAt)} ms${rival.start < Math.min(holder.validityEnd, holder.start + options.holdMs) ? " — INSIDE the holder's validity" : ""}`
-      : "no other holder during the scenario";
-    detail =
-      `client ${holder.client} (fence ${holder.fence}) held exactly nodes ${quorum.join("+")} (cut ${cut.join("+")}); ` +
-      `node ${victim} crashed at +${ms(crashedAt - holder.start)} ms into its section, back empty ${ms(backAt - crashedAt)} ms later; ${rivalText}`;
-    return outcome();
+      ? `client ${y} acquired at +${ms(rival.start - crashedAt)} ms${rival.start < Math.min(holder.validityEnd, holder.start + options.holdMs) ? " — INSIDE the holder's validity" : ", after the holder's section"}`
+      : `client ${y} did not acquire while client ${x} held`;
+    return outcome(
+      `client ${x} (fence ${holder.fence}) held exactly nodes ${quorum.join("+")} (503 on ${cut.join("+")}); ` +
+        `node ${victim} crashed at +${ms(crashedAt - holder.start)} ms into its section, back empty ${ms(backAt - crashedAt)} ms later; ${rivalText}`,
+    );
   } finally {
     heal();
-    stopSeeing();
+    release([...heldBack]);
   }
+}
 
-  function outcome(): string {
-    heal();
-    bed.write({ type: "fault", kind: "quorum-crash", target: `node ${victim}`, at, until: sharedNow(), cuts, struck, detail });
-    return `nemesis ${options.index}: ${struck ? "" : "missed: "}${detail}`;
-  }
+async function until(done: () => boolean, timeoutMs: number): Promise<undefined> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done() && Date.now() < deadline) await sleep(10);
+  return undefined;
 }
 
 function ms(t: number): number {

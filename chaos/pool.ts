@@ -43,6 +43,11 @@ export class ClientPool {
     return this.#setup(client).resource;
   }
 
+  /** Whether the client's worker is running (not crashed and not yet started again). */
+  alive(client: number): boolean {
+    return this.#workers[client] !== undefined;
+  }
+
   /** The section `client` has entered and not yet reported finished, if any. */
   openSection(client: number): EnterRecord | undefined {
     return this.#open.get(client);

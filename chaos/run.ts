@@ -105,10 +105,10 @@ for (let episode = 0; running() && !noFaults; episode++) {
       await bed.drain();
       break;
     case 1:
-      progress(await quorumCrash(bed, watch, planQuorumCrash(random, NODES), { resource: resources[0].name, holdMs: 0.8 * TTL, restartDelayMs: 1.5 * TTL, index: ++nemeses }));
+      progress(await quorumCrash(bed, watch, planQuorumCrash(random, NODES), random, { resource: resources[0].name, holdMs: 0.8 * TTL, restartDelayMs: 1.5 * TTL, index: ++nemeses }));
       break;
     case 2:
-      progress(await crashMidSection(bed, random, { maxDelayMs: workMs[0] / 2, freeSlackMs: FREE_SLACK_MS, index: ++crashes }));
+      progress(await crashMidSection(bed, watch, random, { sectionMs: 0.5 * TTL, freeSlackMs: FREE_SLACK_MS, index: ++crashes }));
       break;
   }
   progress();
