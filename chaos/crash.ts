@@ -2,7 +2,7 @@
 // quiet, and see its lock come free once its ttl has run out.
 import { sleep, type Bed } from "./bed.ts";
 import { sharedNow, type ChaosRecord, type EnterRecord } from "./records.ts";
-import type { ResourceWatch } from "./watch.ts";
+import type { Holding, ResourceWatch } from "./watch.ts";
 
 export interface CrashOptions {
   /** How long the victim's section is asked to last; the crash comes at a random moment inside it. */
@@ -42,10 +42,12 @@ export async function crashMidSection(bed: Bed, watch: ResourceWatch, random: ()
       await sleep(enter.start + (0.1 + 0.8 * random()) * options.sectionMs - sharedNow());
       if (bed.pool.openSection(x)?.id !== enter.id) continue;
 
+      // X's lock value as the nodes hold it (compared only, never logged): to see it expire over TCP.
+      const value = mostHeld(await watch.holders(resource));
       const successor = bed.pool.next(enterOf(y), bed.ttl + options.freeSlackMs + 1_000);
       const crash = await bed.pool.crash(x, "nemesis");
       letGo([y]);
-      const gone = await watch.until(resource, (held) => held.every((h) => h === null), 2 * bed.ttl);
+      const gone = await watch.until(resource, (held) => held.every((h) => h !== value && h !== "down"), 2 * bed.ttl);
       const goneAt = sharedNow();
       const taken = await successor;
       letGo(candidates);
@@ -60,4 +62,10 @@ export async function crashMidSection(bed: Bed, watch: ResourceWatch, random: ()
     bed.pool.send(x, { holdNext: 0 });
     letGo(heldBack);
   }
+}
+
+/** The value most nodes hold (the holder's), or undefined. */
+function mostHeld(held: Holding[]): string | undefined {
+  const values = held.filter((h): h is string => h !== null && h !== "down");
+  return values.sort((a, b) => values.filter((v) => v === b).length - values.filter((v) => v === a).length)[0];
 }
