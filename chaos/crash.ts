@@ -16,7 +16,7 @@ const enterOf = (client: number) => (r: ChaosRecord): r is EnterRecord => r.type
 
 /**
  * Driven step by step (many contenders would otherwise livelock and blur "free within the ttl"):
- * 1. wait until no fault is in force; pick a victim X and a successor Y on one resource, hold the others back;
+ * 1. wait until no fault is in force; pick a victim X and a successor Y on one resource, hold every other client back;
  * 2. ask X for a section of `sectionMs` and terminate X's worker at a random moment inside it (no release);
  * 3. let Y contend alone: it must win once X's keys expire (the checker judges: within ttl + slack of
  *    X's section start); then let the others go and, after that deadline, start X again.
@@ -30,7 +30,9 @@ export async function crashMidSection(bed: Bed, watch: ResourceWatch, random: ()
   if (candidates.length < 2) return `client crash ${options.index}: missed (too few live clients on ${resource})`;
   const x = candidates.splice(Math.floor(random() * candidates.length), 1)[0];
   const y = candidates.splice(Math.floor(random() * candidates.length), 1)[0];
-  const heldBack = [y, ...candidates];
+  // Everybody but X waits (other resources too: "free within the ttl" is judged on a quiet bed).
+  const others = alive.filter((c) => c !== x && c !== y);
+  const heldBack = [y, ...others];
   for (const c of heldBack) bed.pool.send(c, { pause: true });
   const letGo = (clients: number[]) => clients.forEach((c) => bed.pool.send(c, { pause: false }));
   try {
@@ -50,7 +52,7 @@ export async function crashMidSection(bed: Bed, watch: ResourceWatch, random: ()
       const gone = await watch.until(resource, (held) => held.every((h) => h !== value && h !== "down"), 2 * bed.ttl);
       const goneAt = sharedNow();
       const taken = await successor;
-      letGo(candidates);
+      letGo(others);
       await sleep(enter.start + bed.ttl + options.freeSlackMs + 50 - sharedNow());
       bed.pool.restart(x);
       const keys = gone.ok ? `its keys seen gone from every node at +${Math.round(goneAt - enter.start)} ms (TCP poll every 10 ms)` : "its keys still on some node";

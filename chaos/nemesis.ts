@@ -24,7 +24,7 @@ const enterOf = (client: number) => (r: ChaosRecord): r is EnterRecord => r.type
  * One scenario, run with the cluster to itself (no other fault in flight). Driven step by step rather
  * than left to chance: with many clients contending for a win that needs every one of three nodes,
  * Redlock's randomized retries livelock for seconds, so the nemesis holds the contenders back itself.
- * 1. pick a holder X and a first contender Y among the resource's clients; hold the others (and Y) back;
+ * 1. pick a holder X and a first contender Y among the resource's clients; hold every other client back;
  * 2. fail the plan's two other nodes for every client with HTTP 503 (a refused request never runs: for
  *    the checker a solid cut; a cut or a hang would leave every attempt waiting out nodeTimeout there);
  * 3. wait (over TCP) until those two nodes hold nothing of the resource;
@@ -57,7 +57,8 @@ export async function quorumCrash(bed: Bed, watch: ResourceWatch, plan: QuorumCr
   if (candidates.length < 2) return outcome(`too few live clients on ${resource}`);
   const x = candidates.splice(Math.floor(random() * candidates.length), 1)[0];
   const y = candidates.splice(Math.floor(random() * candidates.length), 1)[0];
-  const others = candidates;
+  // Everybody but X waits (other resources too: the bed is the scenario's alone); Y goes first, then the rest.
+  const others = Array.from({ length: bed.pool.count }, (_, c) => c).filter((c) => c !== x && c !== y);
   const heldBack = new Set([y, ...others]);
   const release = (clients: number[]) => {
     for (const c of clients) if (heldBack.delete(c)) bed.pool.send(c, { pause: false });
