@@ -55,3 +55,19 @@ export async function settle(admins: ReturnType<typeof nodeAdmin>[], timeoutMs =
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+/**
+ * How many of the nodes hold `key`, asked over each node's REST API with `EXISTS` (fetch only: works in
+ * every runtime).
+ * @example
+ * expect(await holding(cluster.nodes, "orders:42")).toBe(0);
+ */
+export async function holding(nodes: { url: string; token: string }[], key: string): Promise<number> {
+  const counts = await Promise.all(
+    nodes.map(async (node) => {
+      const res = await fetch(node.url, { method: "POST", headers: { authorization: `Bearer ${node.token}` }, body: JSON.stringify(["exists", key]) });
+      return ((await res.json()) as { result: number }).result;
+    }),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
