@@ -16,8 +16,9 @@ export interface NodeInspection {
   /** The longest PTTL among them (ms; -1: no expiry); absent when not held or unknown. */
   pttl?: number;
   /**
-   * Who holds every key here: a digest of the lock's value, the same on every node for one holder (not
-   * the value, which proves ownership). Absent when a key is free or different holders share the keys.
+   * Who holds every key here: a digest of the lock's value, the same on every node for one holder within
+   * this inspection (salted anew each time: not comparable across inspections, and never the value, which
+   * proves ownership). Absent when a key is free or different holders share the keys.
    */
   holder?: string;
   /** Why this node gave no usable answer. */
@@ -62,27 +63,36 @@ export interface SemaphoreInspection {
 /** Per node and key: `{ holder, pttl }` where set, null where free; or why the node gave no usable answer. */
 type Reading = { slots: ({ holder: string; pttl: number } | null)[] } | { error: string };
 
-/** Reads `keys` on every node. */
+/** Reads `keys` on every node; holders are digested with a salt of this reading alone. */
 async function readAll(rounds: Rounds, keys: string[]): Promise<Reading[]> {
   const replies = await rounds.read(INSPECT, keys);
-  return Promise.all(replies.map((reply) => (reply.ok ? parse(reply.reply, keys.length) : { error: reply.cause })));
+  const salt = crypto.getRandomValues(new Uint8Array(16));
+  return Promise.all(replies.map((reply) => (reply.ok ? parse(reply.reply, keys.length, salt) : { error: reply.cause })));
 }
 
-async function parse(reply: unknown, count: number): Promise<Reading> {
+async function parse(reply: unknown, count: number, salt: Uint8Array): Promise<Reading> {
   if (!Array.isArray(reply) || reply.length !== count) return { error: "unexpected reply" };
   const slots: ({ holder: string; pttl: number } | null)[] = [];
   for (const entry of reply) {
     if (entry === 0) slots.push(null);
     else if (Array.isArray(entry) && entry.length === 2 && typeof entry[0] === "string" && Number.isInteger(entry[1]) && entry[1] >= -1) {
-      slots.push({ holder: await digest(entry[0]), pttl: entry[1] });
+      slots.push({ holder: await digest(entry[0], salt), pttl: entry[1] });
     } else return { error: "unexpected reply" };
   }
   return { slots };
 }
 
-/** 64 bits of SHA-256: tells holders apart without giving away the value. */
-async function digest(value: string): Promise<string> {
-  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(value))).subarray(0, 8));
+/**
+ * 64 bits of SHA-256 over a salt and the value: tells holders apart within one inspection without giving
+ * the value away; the salt changes with every inspection, so a digest cannot be compared with another
+ * reading or tested against guesses of a value.
+ */
+async function digest(value: string, salt: Uint8Array): Promise<string> {
+  const text = new TextEncoder().encode(value);
+  const input = new Uint8Array(salt.length + text.length);
+  input.set(salt);
+  input.set(text, salt.length);
+  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", input)).subarray(0, 8));
 }
 
 /** How long a holder seen on nodes with these PTTLs keeps a quorum: the quorum-th longest (-1 never ends). */

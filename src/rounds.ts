@@ -4,7 +4,7 @@ import type { Clock } from "./clock.ts";
 import { LockAcquisitionError, LockExtensionError, type AttemptTally } from "./errors.ts";
 import { lockState, type Lock, type LockOwner, type LockState, type ReleaseResult } from "./lock.ts";
 import { InvalidArgumentError } from "./errors.ts";
-import { castVote, runScript, type RedlockNode } from "./node.ts";
+import { castVote, landed, runScript, type RedlockNode } from "./node.ts";
 import { checkDuration, checkRetry, checkSignal, checkTtl, type AcquireOptions, type ResolvedOptions } from "./options.ts";
 import { fanOut, type Round, type RoundOptions } from "./quorum.ts";
 import { EXTEND, RELEASE, type Script } from "./scripts.ts";
@@ -139,7 +139,7 @@ export class Rounds {
   }
 
   /** A failed attempt: its tally, and the release of `keys` on every node where `grant` may have set them. */
-  failed(attempt: number, round: Round, grant: Grant, ttl: number, keys: string[]): Attempt<never> {
+  failed(attempt: number, round: Round, grant: Grant, ttl: number, keys: string[]): { failed: AttemptTally; cleanup: Promise<void> } {
     const validity = this.validity(ttl, grant.start);
     return {
       failed: tally(attempt, round, grant.start, this.clock.now(), validity),
@@ -221,8 +221,10 @@ export class Rounds {
   /** Releases each node once its outstanding acquire reply is in, except nodes that denied (they set nothing). */
   #releaseAfter(acquired: Map<number, Promise<Vote>>, keys: string[], value: string): Promise<void> {
     return Promise.all(
-      [...acquired].map(async ([node, vote]) => {
-        if ((await vote).outcome !== "denied") await this.ask(node, RELEASE, keys, [value]);
+      [...acquired].map(async ([node, reply]) => {
+        const vote = await reply;
+        await landed(vote); // a release must not overtake the request it undoes
+        if (vote.outcome !== "denied") await this.ask(node, RELEASE, keys, [value]);
       }),
     ).then(() => undefined);
   }
@@ -241,7 +243,7 @@ function stragglers(round: Round): Map<number, Promise<Vote>> {
   const late = new Map<number, Promise<Vote>>();
   for (const vote of round.votes) {
     if (vote.outcome !== "unanswered") continue;
-    const reply = round.settled[vote.node];
+    const reply = round.settled[vote.node].then(async (settled) => (await landed(settled), settled));
     late.set(vote.node, reply);
     void reply.then(() => late.delete(vote.node));
   }

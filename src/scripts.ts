@@ -41,14 +41,13 @@ export function withoutKeyLocking(lua: string): string {
 }
 
 /**
- * Whether a node's error says it does not accept the key-locking flag
- * (Redis 7: `ERR Unexpected flag in script shebang: allow-key-locking`).
+ * Whether a node's error text (the database's words, without the command `@upstash/redis` appends) says
+ * it does not accept the key-locking flag (Redis 7: `ERR Unexpected flag in script shebang: allow-key-locking`).
  * @example
- * if (rejectsKeyLocking(error)) useScriptsWithoutTheFlag();
+ * if (rejectsKeyLocking(errorText(error))) useScriptsWithoutTheFlag();
  */
-export function rejectsKeyLocking(error: unknown): boolean {
-  const text = String((error as Error | undefined)?.message ?? error);
-  return /unexpected flag/i.test(text) && text.includes(KEY_LOCKING_FLAG);
+export function rejectsKeyLocking(text: string): boolean {
+  return /^ERR Unexpected flag in script shebang: /i.test(text) && text.includes(KEY_LOCKING_FLAG);
 }
 
 /** Lua: is decimal string a greater than decimal string b (both canonical, no leading zeros)? */

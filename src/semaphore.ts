@@ -5,7 +5,7 @@ import { holdWhile } from "./keeper.ts";
 import { Lock, type LockState } from "./lock.ts";
 import { RESERVED_PREFIX, checkResources, checkTtl, checkUsing, type AcquireOptions, type UsingOptions } from "./options.ts";
 import type { Round } from "./quorum.ts";
-import type { Rounds } from "./rounds.ts";
+import type { Attempt, Rounds } from "./rounds.ts";
 import { SEMAPHORE_ACQUIRE } from "./scripts.ts";
 import { randomUnit } from "./token.ts";
 
@@ -65,8 +65,10 @@ export class Semaphore {
 
   /**
    * Takes a permit for `ttl` ms: one slot, locked on a quorum within validity, like a lock. The first
-   * attempt tries a random slot; a refusal tells which slots look free on each node, so the next attempt
-   * picks one free on as many nodes as possible. One request per node per attempt.
+   * try takes a random slot; a refusal tells which slots look free on each node: when another slot is
+   * free on a quorum, it is tried at once (at most `limit` tries an attempt); otherwise the attempt fails
+   * as full and the next one, after the retry delay, picks the slot free on the most nodes. One request
+   * per node per try.
    * @throws {InvalidArgumentError} before any request, for bad arguments.
    * @throws {LockAcquisitionError} when every attempt failed: `reason` `held` means every permit is held
    * (`retryAfterMs`: when the soonest held permit expires, as the nodes reported it), `unreachable` too
@@ -84,14 +86,22 @@ export class Semaphore {
     return rounds.retrying(
       [this.key],
       policy,
-      async (attempt) => {
-        const tried = slot;
-        const grant = await rounds.grant(SEMAPHORE_ACQUIRE, this.#slots, (value) => [value, String(ttl), String(tried + 1)], policy.signal);
-        if (rounds.holds(grant.round, ttl, grant.start)) {
-          return { held: new Permit(this.key, tried, grant.value, attempt, { ...rounds.held(grant, ttl), keys: [this.#slots[tried]] }) };
+      async (attempt): Promise<Attempt<Permit>> => {
+        const tried = new Set<number>();
+        const cleanups: Promise<void>[] = [];
+        for (;;) {
+          const take = slot;
+          tried.add(take);
+          const grant = await rounds.grant(SEMAPHORE_ACQUIRE, this.#slots, (value) => [value, String(ttl), String(take + 1)], policy.signal);
+          if (rounds.holds(grant.round, ttl, grant.start)) {
+            return { held: new Permit(this.key, take, grant.value, attempt, { ...rounds.held(grant, ttl), keys: [this.#slots[take]] }) };
+          }
+          const failure = rounds.failed(attempt, grant.round, grant, ttl, [this.#slots[take]]);
+          cleanups.push(failure.cleanup);
+          const next = freeSlot(grant.round, this.limit, rounds.quorum, tried);
+          slot = next.slot;
+          if (!next.onQuorum || policy.signal?.aborted) return { failed: failure.failed, cleanup: Promise.all(cleanups).then(() => undefined) };
         }
-        slot = mostlyFree(grant.round, this.limit);
-        return rounds.failed(attempt, grant.round, grant, ttl, [this.#slots[tried]]);
       },
       "permit",
     );
@@ -120,14 +130,23 @@ export class Semaphore {
   }
 }
 
-/** The slot free on the most nodes, as their refusals reported (a random one among the best). */
-function mostlyFree(round: Round, limit: number): number {
+/**
+ * The slot to try next: one free on the most nodes as their refusals reported (a random one among the
+ * best), preferring slots not tried yet; `onQuorum` when an untried slot is free on a quorum (try it now).
+ */
+function freeSlot(round: Round, limit: number, quorum: number, tried: Set<number>): { slot: number; onQuorum: boolean } {
   const free = new Array<number>(limit).fill(0);
   for (const vote of round.votes) {
     if (vote.outcome !== "denied") continue;
     for (const slot of vote.free ?? []) if (slot < limit) free[slot]++;
   }
-  const best = Math.max(...free);
-  const candidates = free.flatMap((count, slot) => (count === best ? [slot] : []));
-  return candidates[Math.floor(randomUnit() * candidates.length)];
+  const pick = (slots: number[]) => {
+    const best = Math.max(...slots.map((slot) => free[slot]));
+    const candidates = slots.filter((slot) => free[slot] === best);
+    return { slot: candidates[Math.floor(randomUnit() * candidates.length)], count: best };
+  };
+  const untried = free.flatMap((_, slot) => (tried.has(slot) ? [] : [slot]));
+  const fresh = untried.length > 0 ? pick(untried) : undefined;
+  if (fresh && fresh.count >= quorum) return { slot: fresh.slot, onQuorum: true };
+  return { slot: pick(free.map((_, slot) => slot)).slot, onQuorum: false };
 }
