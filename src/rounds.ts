@@ -134,7 +134,7 @@ export class Rounds {
       owner: this.owner,
       deadline: grant.start + ttl - this.drift(ttl),
       expiresAt: this.clock.epoch() + this.validity(ttl, grant.start),
-      stragglers: stragglers(grant.round),
+      stragglers: this.#stragglers(grant.round),
     };
   }
 
@@ -218,12 +218,38 @@ export class Rounds {
     return lock;
   }
 
+  /**
+   * Per node, the acquire reply still out when the round was decided; an entry leaves once its reply is
+   * in and its request can no longer land (the acquire ran before any later release was sent). Release
+   * undoes the entries left at its call.
+   */
+  #stragglers(round: Round): Map<number, Promise<Vote>> {
+    const late = new Map<number, Promise<Vote>>();
+    for (const vote of round.votes) {
+      if (vote.outcome !== "unanswered") continue;
+      const reply = round.settled[vote.node].then(async (settled) => (await this.#landed(settled), settled));
+      late.set(vote.node, reply);
+      void reply.then(() => late.delete(vote.node));
+    }
+    return late;
+  }
+
+  /**
+   * Until the request behind `vote` can no longer land (see {@link landed}), at most one more
+   * nodeTimeout: a request a client cannot cancel (a user's `Redis` instance) may never end.
+   */
+  async #landed(vote: Vote): Promise<void> {
+    const bound = this.clock.timeout(this.options.nodeTimeout);
+    await Promise.race([landed(vote), new Promise((resolve) => bound.signal.addEventListener("abort", resolve, { once: true }))]);
+    bound.clear();
+  }
+
   /** Releases each node once its outstanding acquire reply is in, except nodes that denied (they set nothing). */
   #releaseAfter(acquired: Map<number, Promise<Vote>>, keys: string[], value: string): Promise<void> {
     return Promise.all(
       [...acquired].map(async ([node, reply]) => {
         const vote = await reply;
-        await landed(vote); // a release must not overtake the request it undoes
+        await this.#landed(vote); // a release must not overtake the request it undoes
         if (vote.outcome !== "denied") await this.ask(node, RELEASE, keys, [value]);
       }),
     ).then(() => undefined);
@@ -235,17 +261,4 @@ function tally(attempt: number, round: Round, start: number, end: number, validi
   return { attempt, granted, denied, errors, elapsedMs: end - start, validityMs: validity, votes };
 }
 
-/**
- * Per node, the acquire reply still out when the round was decided; an entry leaves once its reply is
- * in (the acquire ran before any later release was sent). Release undoes the entries left at its call.
- */
-function stragglers(round: Round): Map<number, Promise<Vote>> {
-  const late = new Map<number, Promise<Vote>>();
-  for (const vote of round.votes) {
-    if (vote.outcome !== "unanswered") continue;
-    const reply = round.settled[vote.node].then(async (settled) => (await landed(settled), settled));
-    late.set(vote.node, reply);
-    void reply.then(() => late.delete(vote.node));
-  }
-  return late;
-}
+
