@@ -148,7 +148,10 @@ export function check(records: ChaosRecord[]): Report {
     }
   }
 
-  // A crashed holder's lock must come free within its ttl: judged where nothing else was going wrong.
+  const mutexes = new Set(specs.filter((s) => s.limit === 1).map((s) => s.name));
+
+  // A crashed holder's lock must come free within its ttl: judged where nothing else was going wrong, on
+  // mutexes (a semaphore's other permits go on regardless, so the next holder says nothing about this one).
   let crashesInSection = 0;
   let crashesJudged = 0;
   let locksNotFreed = 0;
@@ -157,6 +160,7 @@ export function check(records: ChaosRecord[]): Report {
     const cut = sections.find((s) => s.crash === crash);
     if (!cut) continue;
     crashesInSection++;
+    if (!mutexes.has(cut.resource)) continue;
     const deadline = cut.start + freeBoundMs;
     const quiet =
       crash.reason !== "wind-down" &&
@@ -172,7 +176,6 @@ export function check(records: ChaosRecord[]): Report {
   }
 
   // The protected counters (mutex resources): fencing must keep every update.
-  const mutexes = new Set(specs.filter((s) => s.limit === 1).map((s) => s.name));
   const guarded = sections.filter((s) => mutexes.has(s.resource));
   const done = guarded.flatMap((s) => (s.done ? [s.done] : []));
   let staleAccepted = 0;

@@ -239,6 +239,8 @@ describe("chaos checker: the semaphore resource", () => {
     const log = (crashAt: number) => [spec, mutex, entered, ...others, crash(2, crashAt, "random"), permit(5, 500, 800), finalM(1)];
     expect(check(log(400)).violations).toEqual([]);
     expect(check(log(600)).violations.join()).toContain("more than 3 holders");
+    // Not judged for "free again within the ttl": the other permits go on regardless.
+    expect(check(log(400))).toMatchObject({ crashesInSection: 1, crashesJudged: 0 });
   });
 
   it("judges client stalls by the fenced counter only where the stalled client held a mutex", () => {
