@@ -118,18 +118,18 @@ export class Bed {
     const cuts: Cut[] = [];
     try {
       if (fault.period === undefined) {
-        this.#cut(groups, true);
+        this.cut(groups, true);
         const from = sharedNow();
         await sleep(fault.duration);
         cuts.push(...groups.map((g) => ({ clients: g.clients, nodes: g.nodes, from, to: sharedNow() })));
-        this.#cut(groups, false);
+        this.cut(groups, false);
       } else {
         // A flapping link: no spell is long enough to claim a solid cut, so none is logged as one.
         for (let on = true; sharedNow() - began < fault.duration; on = !on) {
-          this.#cut(groups, on);
+          this.cut(groups, on);
           await sleep(fault.period);
         }
-        this.#cut(groups, false);
+        this.cut(groups, false);
       }
     } finally {
       this.partitioned = false;
@@ -137,7 +137,8 @@ export class Bed {
     this.write({ type: "fault", kind: fault.kind as FaultKind, target: describeCuts(groups), at: began, until: sharedNow(), cuts });
   }
 
-  #cut(groups: CutGroup[], cut: boolean): void {
+  /** Cuts (or heals) each group's clients' links to the group's nodes; a scenario logs the cuts itself. */
+  cut(groups: CutGroup[], cut: boolean): void {
     for (const group of groups) {
       for (const client of group.clients) for (const node of group.nodes) this.cluster.bridges[node].setLinkFaults(linkName(client), { cut });
     }

@@ -22,12 +22,16 @@ export interface ResourceReport {
   maxHolders: number;
   /** Limit 1: pairs of sections that overlapped within validity. Limit > 1: sections that began while `limit` others were valid. */
   excess: number;
+  /** Limit > 1: the first few moments with more than `limit` valid holders, each holder named. */
+  excessExamples: string[];
 }
 
 /** What the checker found. `violations` empty means the run upheld every safety property. */
 export interface Report {
   seed: number | undefined;
   unsafeRestart: boolean;
+  /** The semaphore resource ran on the naive per-node counting semaphore (its negative control). */
+  naiveSemaphore: boolean;
   /** Critical sections completed (a cs record). */
   cycles: number;
   misses: number;
@@ -51,6 +55,9 @@ export interface Report {
   /** Targeted-nemesis scenarios run, and those that found a holder on exactly a quorum and crashed a node of it. */
   nemesisRuns: number;
   nemesisStruck: number;
+  /** Semaphore-windows scenarios run, and the most permits one of them saw held on a quorum at one TCP look (its own record). */
+  windowsRuns: number;
+  windowsMostSeen: number | undefined;
   /** Writes accepted although a newer token had already been recorded by the store. */
   staleAccepted: number;
   /** Reads or writes the store refused because a newer holder had come. */
@@ -70,7 +77,9 @@ export interface Report {
 interface Section {
   client: number;
   resource: string;
-  fence: string;
+  /** A mutex section's fencing token; absent for a permit. */
+  fence: string | undefined;
+  slot: number | undefined;
   acquireCalled: number | undefined;
   start: number;
   validityEnd: number;
@@ -104,6 +113,7 @@ export function check(records: ChaosRecord[]): Report {
     const mine = sections.filter((s) => s.resource === spec.name && validEnd(s) > s.start);
     let excess = 0;
     let maxHolders = 0;
+    const excessExamples: string[] = [];
     // Sweep by start: `valid` holds the earlier sections still within validity when this one begins.
     let valid: Section[] = [];
     for (const s of mine) {
@@ -114,11 +124,12 @@ export function check(records: ChaosRecord[]): Report {
         for (const a of valid) if (overlapExamples.length < 3) overlapExamples.push(describeOverlap(a, s, validEnd(a), faultRecords));
       } else if (valid.length >= spec.limit) {
         excess++;
+        if (excessExamples.length < 3) excessExamples.push(describeExcess([...valid, s], validEnd, faultRecords));
       }
       valid.push(s);
     }
     if (spec.limit === 1) overlaps += excess;
-    return { name: spec.name, limit: spec.limit, sections: sections.filter((s) => s.resource === spec.name).length, maxHolders, excess };
+    return { name: spec.name, limit: spec.limit, sections: sections.filter((s) => s.resource === spec.name).length, maxHolders, excess, excessExamples };
   });
 
   // A grant needs a quorum: no section may begin while its client was cut off from more than N − quorum
@@ -133,11 +144,14 @@ export function check(records: ChaosRecord[]): Report {
     if (nodes - lost.size >= quorum) continue;
     minorityGrants++;
     if (minorityExamples.length < 3) {
-      minorityExamples.push(`client ${s.client} (fence ${s.fence}) acquired at ${fmt(s.start)} although nodes ${[...lost].sort().join(",")} were cut off from it since before it called acquire at ${fmt(s.acquireCalled)}`);
+      minorityExamples.push(`client ${s.client} (${label(s)}) acquired at ${fmt(s.start)} although nodes ${[...lost].sort().join(",")} were cut off from it since before it called acquire at ${fmt(s.acquireCalled)}`);
     }
   }
 
-  // A crashed holder's lock must come free within its ttl: judged where nothing else was going wrong.
+  const mutexes = new Set(specs.filter((s) => s.limit === 1).map((s) => s.name));
+
+  // A crashed holder's lock must come free within its ttl: judged where nothing else was going wrong, on
+  // mutexes (a semaphore's other permits go on regardless, so the next holder says nothing about this one).
   let crashesInSection = 0;
   let crashesJudged = 0;
   let locksNotFreed = 0;
@@ -146,6 +160,7 @@ export function check(records: ChaosRecord[]): Report {
     const cut = sections.find((s) => s.crash === crash);
     if (!cut) continue;
     crashesInSection++;
+    if (!mutexes.has(cut.resource)) continue;
     const deadline = cut.start + freeBoundMs;
     const quiet =
       crash.reason !== "wind-down" &&
@@ -161,7 +176,6 @@ export function check(records: ChaosRecord[]): Report {
   }
 
   // The protected counters (mutex resources): fencing must keep every update.
-  const mutexes = new Set(specs.filter((s) => s.limit === 1).map((s) => s.name));
   const guarded = sections.filter((s) => mutexes.has(s.resource));
   const done = guarded.flatMap((s) => (s.done ? [s.done] : []));
   let staleAccepted = 0;
@@ -171,11 +185,12 @@ export function check(records: ChaosRecord[]): Report {
     const reads = mine.filter((s) => s.readAccepted).sort((a, b) => a.readDone - b.readDone);
     const times = reads.map((r) => r.readDone);
     const newest: bigint[] = [];
-    for (const r of reads) newest.push(newest.length && newest[newest.length - 1] > BigInt(r.fence) ? newest[newest.length - 1] : BigInt(r.fence));
+    // Every mutex section carries a fencing token (BigInt of a missing one throws: a broken log).
+    for (const r of reads) newest.push(newest.length && newest[newest.length - 1] > BigInt(r.fence!) ? newest[newest.length - 1] : BigInt(r.fence!));
     for (const w of mine) {
       if (w.writeAccepted !== true || w.writeSent === undefined) continue;
       const before = countBelow(times, w.writeSent);
-      if (before > 0 && newest[before - 1] > BigInt(w.fence)) staleAccepted++;
+      if (before > 0 && newest[before - 1] > BigInt(w.fence!)) staleAccepted++;
     }
   }
   const staleRejected = done.filter((s) => (s.readDone > 0 && !s.readAccepted) || s.writeAccepted === false).length;
@@ -206,11 +221,16 @@ export function check(records: ChaosRecord[]): Report {
   let fenceRegressions = 0;
   for (const name of mutexes) {
     const mine = sections.filter((s) => s.resource === name).sort((a, b) => a.start - b.start);
-    for (let i = 1; i < mine.length; i++) if (BigInt(mine[i].fence) <= BigInt(mine[i - 1].fence)) fenceRegressions++;
+    for (let i = 1; i < mine.length; i++) if (BigInt(mine[i].fence!) <= BigInt(mine[i - 1].fence!)) fenceRegressions++;
   }
 
   const nemesis = faultRecords.filter((f) => f.kind === "quorum-crash");
   const nemesisStruck = nemesis.filter((f) => f.struck === true).length;
+  const windows = faultRecords.filter((f) => f.kind === "semaphore-windows");
+  const windowsMostSeen = windows.length ? Math.max(...windows.map((f) => f.heldOn?.length ?? 0)) : undefined;
+  // Stalls are judged by the fenced counter: only those of clients that held a mutex.
+  const mutexClients = new Set(guarded.map((s) => s.client));
+  const mutexStalls = faultRecords.filter((f) => f.kind === "client-stall" && mutexClients.has(Number(f.target.replace("client ", "")))).length;
   const violations: string[] = [];
   if (overlaps > 0) violations.push(`${overlaps} overlapping critical section pair(s) within validity`);
   for (const r of resources) if (r.limit > 1 && r.excess > 0) violations.push(`${r.name}: more than ${r.limit} holders within validity at once (${r.excess} time(s), up to ${r.maxHolders})`);
@@ -220,7 +240,7 @@ export function check(records: ChaosRecord[]): Report {
   violations.push(...counterViolations);
   if (fenceRegressions > 0) violations.push(`${fenceRegressions} fencing token(s) not larger than the previous holder's`);
   if (final === undefined) violations.push("no final state recorded");
-  if ((faults["client-stall"] ?? 0) >= 3 && staleRejected === 0) violations.push("client stalls were injected but no stale read or write was refused");
+  if (mutexStalls >= 3 && staleRejected === 0) violations.push("client stalls were injected but no stale read or write was refused");
   if (locksNotFreed > 0) violations.push(`${locksNotFreed} crashed holder(s)' lock not taken again within ttl + ${freeBoundMs - ttl} ms`);
   if (crashes.some((c) => c.reason === "nemesis") && crashesJudged === 0) violations.push("clients were crashed mid-section but no crash could be judged (lock free again within its ttl)");
   if (nemesis.length > 0 && nemesisStruck === 0) violations.push("the targeted nemesis ran but never struck (no holder on exactly a quorum)");
@@ -228,6 +248,7 @@ export function check(records: ChaosRecord[]): Report {
   return {
     seed: start?.type === "start" ? start.seed : undefined,
     unsafeRestart: start?.type === "start" ? start.unsafeRestart : false,
+    naiveSemaphore: start?.type === "start" ? start.naiveSemaphore === true : false,
     cycles: records.filter((r) => r.type === "cs").length,
     misses: records.filter((r) => r.type === "miss").length,
     faults,
@@ -244,6 +265,8 @@ export function check(records: ChaosRecord[]): Report {
     freeBoundMs,
     nemesisRuns: nemesis.length,
     nemesisStruck,
+    windowsRuns: windows.length,
+    windowsMostSeen,
     staleAccepted,
     staleRejected,
     acceptedWrites,
@@ -267,6 +290,7 @@ function toSections(records: ChaosRecord[], defaultResource: string): Section[] 
       client: r.client,
       resource: r.resource ?? defaultResource,
       fence: r.fence,
+      slot: r.slot,
       acquireCalled: r.acquireCalled,
       start: r.start,
       validityEnd: r.validityEnd,
@@ -289,6 +313,7 @@ function fromEnter(r: EnterRecord, defaultResource: string, crash: CrashRecord |
     client: r.client,
     resource: r.resource ?? defaultResource,
     fence: r.fence,
+    slot: r.slot,
     acquireCalled: r.acquireCalled,
     start: r.start,
     validityEnd: r.validityEnd,
@@ -322,12 +347,32 @@ function unreachable(cuts: Cut[], client: number, from: number, to: number): Set
 }
 
 function describeOverlap(a: Section, b: Section, aValidEnd: number, faults: FaultRecord[]): string {
-  const during = faults.filter((f) => f.at <= b.start && b.start <= f.until).map((f) => `${f.kind} ${f.target}`);
-  const how = (s: Section) => (s.crash ? ", crashed" : s.done ? "" : ", unfinished");
   return (
-    `client ${a.client} (fence ${a.fence}${how(a)}) held [${fmt(a.start)}, ${fmt(aValidEnd)}] and client ${b.client} (fence ${b.fence}${how(b)}) started at ${fmt(b.start)}` +
-    (during.length ? ` — during ${during.join("; ")}` : "")
+    `client ${a.client} (${label(a)}${how(a)}) held [${fmt(a.start)}, ${fmt(aValidEnd)}] and client ${b.client} (${label(b)}${how(b)}) started at ${fmt(b.start)}` +
+    during(b.start, faults)
   );
+}
+
+/** "4 valid at 12:00:01.250: client 16 [12:00:00.900, 12:00:01.700], …" — the last of `holders` began at that moment. */
+function describeExcess(holders: Section[], validEnd: (s: Section) => number, faults: FaultRecord[]): string {
+  const at = holders[holders.length - 1].start;
+  const each = holders.map((s) => `client ${s.client}${s.slot !== undefined ? ` (slot ${s.slot})` : ""}${how(s)} [${fmt(s.start)}, ${fmt(validEnd(s))}]`);
+  return `${holders.length} valid at ${fmt(at)}: ${each.join(", ")}${during(at, faults)}`;
+}
+
+/** "fence 123", "slot 2" or "permit": how a section is named in examples. */
+function label(s: Section): string {
+  return s.fence !== undefined ? `fence ${s.fence}` : s.slot !== undefined ? `slot ${s.slot}` : "permit";
+}
+
+function how(s: Section): string {
+  return s.crash ? ", crashed" : s.done ? "" : ", unfinished";
+}
+
+/** " — during quorum-crash node 2; …": the faults in force at `t`. */
+function during(t: number, faults: FaultRecord[]): string {
+  const names = faults.filter((f) => f.at <= t && t <= f.until).map((f) => `${f.kind} ${f.target}`);
+  return names.length ? ` — during ${names.join("; ")}` : "";
 }
 
 /** Reads a JSONL log. */
@@ -344,14 +389,18 @@ export function formatReport(report: Report): string {
   const semaphores = report.resources.filter((r) => r.limit > 1);
   const slowest = report.slowestFreeMs === undefined ? "-" : `${Math.round(report.slowestFreeMs)} ms`;
   return [
-    `chaos checker — seed ${report.seed}${report.unsafeRestart ? " (NEGATIVE CONTROL: --unsafe-restart)" : ""}`,
+    `chaos checker — seed ${report.seed}${report.unsafeRestart ? " (NEGATIVE CONTROL: --unsafe-restart)" : ""}${report.naiveSemaphore ? " (NEGATIVE CONTROL: --naive-semaphore)" : ""}`,
     `  critical sections completed:            ${report.cycles} (acquisitions given up: ${report.misses})`,
     `  faults injected:                        ${faults}`,
     `  targeted nemesis (quorum-crash):        ${report.nemesisRuns} run, ${report.nemesisStruck} struck a holder on exactly a quorum`,
     `  client crashes:                         ${report.crashes} (${report.crashesInSection} mid-section; ${report.crashesJudged} judged: lock taken again after at most ${slowest}, bound ${report.freeBoundMs} ms; not freed: ${report.locksNotFreed})`,
     `  overlapping sections within validity:   ${report.overlaps}`,
     ...report.overlapExamples.map((e) => `    e.g. ${e}`),
-    ...semaphores.map((r) => `  ${r.name} (limit ${r.limit}): most holders at once ${r.maxHolders}, over-admissions ${r.excess}`),
+    ...semaphores.flatMap((r) => [
+      `  ${r.name} (limit ${r.limit}${report.naiveSemaphore ? ", naive" : ""}): ${r.sections} permits, most holders at once ${r.maxHolders}, over-admissions ${r.excess}`,
+      ...r.excessExamples.map((e) => `    e.g. ${e}`),
+    ]),
+    ...(report.windowsRuns > 0 ? [`  semaphore windows (targeted):           ${report.windowsRuns} run, most permits on a quorum at one TCP look ${report.windowsMostSeen}`] : []),
     `  grants to a client cut to a minority:   ${report.minorityGrants}`,
     ...report.minorityExamples.map((e) => `    e.g. ${e}`),
     `  stale guarded writes accepted:          ${report.staleAccepted}`,

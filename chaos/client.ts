@@ -1,10 +1,19 @@
-// One chaos client (a worker thread): acquire its resource with fencing, read-modify-write the
-// protected counter through fenced reads and writes, release; report every critical section as it
-// enters (so a crash cannot hide it) and as it ends.
+// One chaos client (a worker thread). A lock client acquires its resource with fencing, read-modify-writes
+// the protected counter through fenced reads and writes, and releases. A semaphore client takes a permit
+// (of the sound semaphore, or of the naive one: the negative control), works, and releases. Either reports
+// every critical section as it enters (so a crash cannot hide it) and as it ends.
 import { parentPort, workerData } from "node:worker_threads";
 import { Redis } from "@upstash/redis";
 import { Redlock, fencedRead, fencedWrite } from "../src/index.ts";
+import { NaiveSemaphore } from "./naive-semaphore.ts";
 import { sharedNow, type CriticalSectionRecord, type EnterRecord, type MissRecord } from "./records.ts";
+
+/** What a client guards its sections with. */
+export type Guard =
+  /** A Redlock mutex with fencing, and the protected counter's key in the store. */
+  | { kind: "lock"; counterKey: string }
+  /** A permit of `redlock.semaphore(resource, limit)`, or of the naive per-node counting semaphore. */
+  | { kind: "semaphore"; limit: number; naive: boolean };
 
 /** What the orchestrator hands each client. */
 export interface ClientData {
@@ -17,7 +26,7 @@ export interface ClientData {
   ttl: number;
   nodeTimeout: number;
   resource: string;
-  counterKey: string;
+  guard: Guard;
   /** Work inside a section: between these many ms. */
   workMs: [number, number];
 }
@@ -60,6 +69,26 @@ parentPort!.on("message", (message: ClientMessage) => {
   if (!held || stopping) resume();
 });
 
+/** A held lock or permit, as the loop needs it. */
+interface Held {
+  validityMs: number;
+  fence?: string;
+  slot?: number;
+  release(): Promise<unknown>;
+}
+
+const guard = data.guard;
+const naive = guard.kind === "semaphore" && guard.naive ? new NaiveSemaphore(data.lockNodes, data.resource, guard.limit, { nodeTimeout: data.nodeTimeout }) : undefined;
+const semaphore = guard.kind === "semaphore" && !guard.naive ? redlock.semaphore(data.resource, guard.limit) : undefined;
+const acquireOptions = (signal: AbortSignal) => ({ retryCount: -1, maxWait: 5_000, signal });
+const take = async (signal: AbortSignal): Promise<Held> => {
+  if (naive) return naive.acquire(data.ttl, acquireOptions(signal));
+  if (semaphore) return semaphore.acquire(data.ttl, acquireOptions(signal));
+  return redlock.acquire([data.resource], data.ttl, { fencing: true, ...acquireOptions(signal) });
+};
+/** How long a section works: spread over [workMin, workMax], reproducible from what it read (or its sequence). */
+const workFor = (n: number) => workMin + Math.floor((n * 7919 + data.client * 104729) % (workMax - workMin + 1));
+
 for (let seq = 0; !stopping; seq++) {
   while (held && !stopping) await new Promise<void>((r) => (resume = r));
   if (stopping) break;
@@ -67,7 +96,7 @@ for (let seq = 0; !stopping; seq++) {
   const acquireCalled = sharedNow();
   const acquiring = (pending = new AbortController());
   try {
-    lock = await redlock.acquire([data.resource], data.ttl, { fencing: true, retryCount: -1, maxWait: 5_000, signal: acquiring.signal });
+    lock = await take(acquiring.signal);
   } catch (error) {
     if (acquiring.signal.aborted) continue; // held back by the orchestrator: not a miss
     const miss: MissRecord = { type: "miss", client: data.client, at: sharedNow(), reason: (error as Error).name };
@@ -84,7 +113,8 @@ for (let seq = 0; !stopping; seq++) {
     id: `${data.client}.${data.incarnation}.${seq}`,
     client: data.client,
     resource: data.resource,
-    fence: lock.fence!,
+    ...(lock.fence !== undefined ? { fence: lock.fence } : {}),
+    ...(lock.slot !== undefined ? { slot: lock.slot } : {}),
     acquireCalled,
     start,
     validityEnd: start + lock.validityMs,
@@ -101,18 +131,24 @@ for (let seq = 0; !stopping; seq++) {
     stalledMs: 0,
   };
   try {
-    const read = await fencedRead(store, data.counterKey, lock.fence!);
-    record.readDone = sharedNow();
-    record.readAccepted = read.accepted;
-    if (read.accepted) {
-      record.read = Number(read.value ?? 0);
+    if (guard.kind === "lock") {
+      const read = await fencedRead(store, guard.counterKey, lock.fence!);
+      record.readDone = sharedNow();
+      record.readAccepted = read.accepted;
+      if (read.accepted) {
+        record.read = Number(read.value ?? 0);
+        record.stalledMs = stallNext;
+        stallNext = 0;
+        // The work; a stalled client sleeps past its validity without knowing. A held one works long on purpose.
+        await sleep(record.stalledMs || Math.max(workFor(record.read), start + hold - sharedNow()));
+        record.writeSent = sharedNow();
+        record.writeAccepted = await fencedWrite(store, guard.counterKey, String(record.read + 1), lock.fence!);
+      }
+    } else {
+      // A permit guards no counter here: the checker judges how many were valid at once.
       record.stalledMs = stallNext;
       stallNext = 0;
-      const work = workMin + Math.floor((record.read * 7919 + data.client * 104729) % (workMax - workMin + 1));
-      // The work; a stalled client sleeps past its validity without knowing. A held one works long on purpose.
-      await sleep(record.stalledMs || Math.max(work, start + hold - sharedNow()));
-      record.writeSent = sharedNow();
-      record.writeAccepted = await fencedWrite(store, data.counterKey, String(record.read + 1), lock.fence!);
+      await sleep(record.stalledMs || Math.max(workFor(seq), start + hold - sharedNow()));
     }
   } catch (error) {
     record.error = `${(error as Error).name}: ${(error as Error).message}`.slice(0, 200);

@@ -10,6 +10,8 @@ export interface CrashOptions {
   /** The checker's allowance on top of the ttl (the scenario keeps other faults away that long). */
   freeSlackMs: number;
   index: number;
+  /** The resources a victim may be picked on (default: any). */
+  resources?: string[];
 }
 
 const enterOf = (client: number) => (r: ChaosRecord): r is EnterRecord => r.type === "enter" && r.client === client;
@@ -25,7 +27,9 @@ const enterOf = (client: number) => (r: ChaosRecord): r is EnterRecord => r.type
 export async function crashMidSection(bed: Bed, watch: ResourceWatch, random: () => number, options: CrashOptions): Promise<string> {
   await bed.quiet();
   const alive = Array.from({ length: bed.pool.count }, (_, c) => c).filter((c) => bed.pool.alive(c));
-  const resource = bed.pool.resourceOf(alive[Math.floor(random() * alive.length)]);
+  const eligible = alive.filter((c) => options.resources === undefined || options.resources.includes(bed.pool.resourceOf(c)));
+  if (eligible.length === 0) return `client crash ${options.index}: missed (no live client on ${options.resources?.join(", ")})`;
+  const resource = bed.pool.resourceOf(eligible[Math.floor(random() * eligible.length)]);
   const candidates = alive.filter((c) => bed.pool.resourceOf(c) === resource);
   if (candidates.length < 2) return `client crash ${options.index}: missed (too few live clients on ${resource})`;
   const x = candidates.splice(Math.floor(random() * candidates.length), 1)[0];

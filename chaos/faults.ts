@@ -144,6 +144,28 @@ export function planQuorumCrash(random: () => number, nodes: number): QuorumCras
   return { quorum, cut: order.slice(size).sort((x, y) => x - y), victim: quorum[Math.floor(random() * size)] };
 }
 
+/** The semaphore-windows plan: who reaches which nodes (its window), and the cuts that make it so. */
+export interface WindowsPlan {
+  /** windows[j]: the nodes clients[j] reaches. */
+  windows: number[][];
+  /** Per client, the nodes outside its window (cut off). */
+  cuts: CutGroup[];
+}
+
+/**
+ * Rotated windows of a quorum each: client j of `clients` reaches {r + j, …, r + j + quorum − 1} (mod N),
+ * r seeded. With 5 clients on 5 nodes every node is reached by exactly 3 clients, and every client by
+ * exactly a quorum: a per-node counting semaphore of limit 3 admits all 5 (each node sees 3 holders);
+ * slots that are mutexes still admit at most 3.
+ */
+export function planSemaphoreWindows(random: () => number, clients: number[], nodes: number): WindowsPlan {
+  const quorum = Math.floor(nodes / 2) + 1;
+  const r = Math.floor(random() * nodes);
+  const windows = clients.map((_, j) => Array.from({ length: quorum }, (_, i) => (r + j + i) % nodes).sort((a, b) => a - b));
+  const cuts = clients.map((client, j) => ({ clients: [client], nodes: Array.from({ length: nodes }, (_, n) => n).filter((n) => !windows[j].includes(n)) }));
+  return { windows, cuts };
+}
+
 function shuffle<T>(random: () => number, items: T[]): T[] {
   const out = [...items];
   for (let i = out.length - 1; i > 0; i--) {

@@ -28,6 +28,8 @@ export interface StartRecord {
   resources?: ResourceSpec[];
   /** How long after a crashed holder's section began its lock must be taken again: ttl + this (default 1000). */
   freeSlackMs?: number;
+  /** The semaphore resource was guarded by the naive per-node counting semaphore (its negative control). */
+  naiveSemaphore?: boolean;
 }
 
 /**
@@ -52,6 +54,11 @@ export interface FaultRecord {
   cuts?: Cut[];
   /** The targeted nemesis: whether it found a holder on exactly a quorum and crashed one of its nodes. */
   struck?: boolean;
+  /**
+   * semaphore-windows: the most permits the nodes held at one look (over TCP), each as the nodes that
+   * held it, e.g. [[0,1,2],[1,2,3]]. What the scenario saw, for the reader; the checker judges the sections.
+   */
+  heldOn?: number[][];
   /** Human-readable: what happened (never a lock value). */
   detail?: string;
 }
@@ -68,16 +75,23 @@ export type FaultKind =
   | "partition-split"
   | "partition-minority"
   | "partition-flap"
-  | "quorum-crash";
+  | "quorum-crash"
+  | "semaphore-windows";
 
-/** A client has just acquired: written as it enters its critical section (so a crash cannot hide it). */
+/**
+ * A client has just acquired a lock or a permit: written as it enters its critical section (so a crash
+ * cannot hide it).
+ */
 export interface EnterRecord {
   type: "enter";
   /** Unique per section: client.incarnation.sequence. */
   id: string;
   client: number;
   resource?: string;
-  fence: string;
+  /** The lock's fencing token; absent for a semaphore's permit (permits have none). */
+  fence?: string;
+  /** A permit of the sound semaphore: the slot it holds. */
+  slot?: number;
   /** When the client called acquire (every attempt of this acquisition began after it). */
   acquireCalled: number;
   /** When acquire returned. */
@@ -88,14 +102,20 @@ export interface EnterRecord {
   holdMs?: number;
 }
 
-/** One critical section: acquired, read the counter through the fence, worked (or stalled), wrote, released. */
+/**
+ * One critical section: acquired, read the counter through the fence, worked (or stalled), wrote, released.
+ * A permit's section only works (or stalls): no fence, no counter (`readAccepted` false, `readDone` 0, `read` null).
+ */
 export interface CriticalSectionRecord {
   type: "cs";
   /** As in the section's {@link EnterRecord}. */
   id?: string;
   client: number;
   resource?: string;
-  fence: string;
+  /** Absent for a permit. */
+  fence?: string;
+  /** A permit of the sound semaphore: the slot it held. */
+  slot?: number;
   acquireCalled?: number;
   /** When acquire returned. */
   start: number;

@@ -1,7 +1,10 @@
-// `npm run chaos [-- --seed N --duration S --cycles N --clients N --resources K --work A-B --episode S --unsafe-restart --no-faults --soak]`:
+// `npm run chaos [-- --seed N --duration S --cycles N --clients N --semaphore-clients N --resources K --work A-B
+// --episode S --unsafe-restart --naive-semaphore --no-faults --soak]`:
 // clients in worker threads contend for shared resources on five real lock nodes, each client over links
-// of its own (so partitions can split clients), while the run alternates a seeded random fault scheduler
-// with two targeted scenarios: the quorum-crash nemesis and a client crash mid-section. Then the
+// of its own (so partitions can split clients): lock clients for fenced mutexes, semaphore clients for the
+// permits of `redlock.semaphore("chaos:semaphore", 3)` (or, with --naive-semaphore, of the naive per-node
+// counting semaphore: the negative control). The run alternates a seeded random fault scheduler with three
+// targeted scenarios: the quorum-crash nemesis, a client crash mid-section, the semaphore windows. Then the
 // independent checker judges the log. Exits 1 on any violation.
 import { createWriteStream, mkdirSync } from "node:fs";
 import { Redis as TcpRedis } from "ioredis";
@@ -10,11 +13,13 @@ import { Bed, linkName } from "./bed.ts";
 import { check, formatReport, readLog } from "./checker.ts";
 import { crashMidSection } from "./crash.ts";
 import { planQuorumCrash, prng, type PartitionKind } from "./faults.ts";
+import { naiveKey } from "./naive-semaphore.ts";
 import { quorumCrash } from "./nemesis.ts";
 import { ClientPool } from "./pool.ts";
 import { sharedNow, type ChaosRecord, type ResourceSpec } from "./records.ts";
 import { randomEpisode } from "./scheduler.ts";
-import { ResourceWatch } from "./watch.ts";
+import { ResourceWatch, type PermitKeys } from "./watch.ts";
+import { semaphoreWindows } from "./windows.ts";
 
 const flag = (name: string) => process.argv.includes(`--${name}`);
 const soak = flag("soak");
@@ -32,19 +37,29 @@ const range = (name: string, fallback: [number, number]): [number, number] => {
 const seed = arg("seed", 1);
 const durationMs = arg("duration", soak ? 1_800 : 150) * 1000;
 const maxCycles = arg("cycles", soak ? 10_000 : Number.POSITIVE_INFINITY);
-const clients = arg("clients", soak ? 24 : 16);
+const lockClients = arg("clients", soak ? 24 : 16);
+// The semaphore's clients come after the lock clients: 5 of them, one per window of the targeted scenario.
+const semaphoreClients = arg("semaphore-clients", 5);
+const clients = lockClients + semaphoreClients;
 const resourceCount = arg("resources", soak ? 4 : 1);
 const workMs = range("work", soak ? [10, 40] : [100, 400]);
 const episodeMs = arg("episode", soak ? 15 : 2.5) * 1000;
 const unsafeRestart = flag("unsafe-restart");
+const naiveSemaphore = flag("naive-semaphore");
 const noFaults = flag("no-faults");
 const TTL = 1_000;
 const NODE_TIMEOUT = 150;
 const NODES = 5;
 const FREE_SLACK_MS = 1_000;
 const COUNTER = (r: number) => `chaos:counter:${r}`;
-const resources: ResourceSpec[] = Array.from({ length: resourceCount }, (_, r) => ({ name: `chaos:resource:${r}`, limit: 1 }));
-const logPath = `.tmp/chaos/chaos-seed${seed}${unsafeRestart ? "-unsafe" : ""}${soak ? "-soak" : ""}.jsonl`;
+const mutexes: ResourceSpec[] = Array.from({ length: resourceCount }, (_, r) => ({ name: `chaos:resource:${r}`, limit: 1 }));
+const SEMAPHORE: ResourceSpec = { name: "chaos:semaphore", limit: 3 };
+const resources: ResourceSpec[] = semaphoreClients > 0 ? [...mutexes, SEMAPHORE] : mutexes;
+// Where the permits live on the nodes (the sound semaphore's slot keys are documented in docs/SAFETY.md).
+const permitKeys: PermitKeys = naiveSemaphore
+  ? { naive: naiveKey(SEMAPHORE.name) }
+  : { slots: Array.from({ length: SEMAPHORE.limit }, (_, s) => `edge-redlock:semaphore:${SEMAPHORE.name}:${s}`) };
+const logPath = `.tmp/chaos/chaos-seed${seed}${unsafeRestart ? "-unsafe" : ""}${naiveSemaphore ? "-naive" : ""}${soak ? "-soak" : ""}.jsonl`;
 
 mkdirSync(".tmp/chaos", { recursive: true });
 const log = createWriteStream(logPath);
@@ -57,9 +72,11 @@ const store = cluster.nodes[NODES];
 const links = await Promise.all(
   Array.from({ length: clients }, (_, client) => Promise.all(cluster.bridges.slice(0, NODES).map((bridge) => bridge.addLink(linkName(client))))),
 );
-write({ type: "start", seed, unsafeRestart, clients, ttl: TTL, at: sharedNow(), nodes: NODES, resources, freeSlackMs: FREE_SLACK_MS });
+write({ type: "start", seed, unsafeRestart, clients, ttl: TTL, at: sharedNow(), nodes: NODES, resources, freeSlackMs: FREE_SLACK_MS, ...(naiveSemaphore ? { naiveSemaphore } : {}) });
 process.stderr.write(
-  `chaos: seed ${seed}, ${clients} clients on ${resourceCount} resource(s), work ${workMs.join("-")} ms, ${durationMs / 1000} s${Number.isFinite(maxCycles) ? ` or ${maxCycles} sections` : ""}` +
+  `chaos: seed ${seed}, ${lockClients} lock clients on ${resourceCount} mutex(es)` +
+    (semaphoreClients > 0 ? ` + ${semaphoreClients} on ${SEMAPHORE.name} (limit ${SEMAPHORE.limit}${naiveSemaphore ? ", NAIVE per-node counting semaphore (negative control)" : ""})` : "") +
+    `, work ${workMs.join("-")} ms, ${durationMs / 1000} s${Number.isFinite(maxCycles) ? ` or ${maxCycles} sections` : ""}` +
     `${unsafeRestart ? ", UNSAFE immediate empty restarts (negative control)" : ""}; log ${logPath}\n`,
 );
 
@@ -70,8 +87,9 @@ const pool = new ClientPool(
     store: { url: store.url, token: store.token },
     ttl: TTL,
     nodeTimeout: NODE_TIMEOUT,
-    resource: resources[client % resourceCount].name,
-    counterKey: COUNTER(client % resourceCount),
+    ...(client < lockClients
+      ? { resource: mutexes[client % resourceCount].name, guard: { kind: "lock", counterKey: COUNTER(client % resourceCount) } as const }
+      : { resource: SEMAPHORE.name, guard: { kind: "semaphore", limit: SEMAPHORE.limit, naive: naiveSemaphore } as const }),
     workMs,
   }),
   write,
@@ -94,21 +112,30 @@ const progress = (line?: string) => {
   process.stderr.write(`chaos: ${Math.round(s)} s, ${pool.cycles} critical sections (${Math.round((pool.cycles / s) * 60)}/min)\n`);
 };
 
-// The director: random faults, the quorum-crash nemesis, a client crash, random faults, … Each targeted
-// scenario starts once every random fault has ended, so it has the cluster to itself.
+// The director: random faults, the quorum-crash nemesis, a client crash, the semaphore windows, random
+// faults, … Each targeted scenario starts once every random fault has ended, so it has the cluster to itself.
+const scenarios = semaphoreClients > 0 ? 4 : 3;
+const semaphoreClientIds = Array.from({ length: semaphoreClients }, (_, j) => lockClients + j);
 let nemeses = 0;
 let crashes = 0;
+let windows = 0;
 for (let episode = 0; running() && !noFaults; episode++) {
-  switch (episode % 3) {
+  switch (episode % scenarios) {
     case 0:
-      await randomEpisode(bed, random, plan, episodeMs, openers[(episode / 3) % openers.length], running);
+      await randomEpisode(bed, random, plan, episodeMs, openers[Math.floor(episode / scenarios) % openers.length], running);
       await bed.drain();
       break;
     case 1:
-      progress(await quorumCrash(bed, watch, planQuorumCrash(random, NODES), random, { resource: resources[0].name, holdMs: 0.8 * TTL, restartDelayMs: 1.5 * TTL, index: ++nemeses }));
+      progress(await quorumCrash(bed, watch, planQuorumCrash(random, NODES), random, { resource: mutexes[0].name, holdMs: 0.8 * TTL, restartDelayMs: 1.5 * TTL, index: ++nemeses }));
       break;
     case 2:
-      progress(await crashMidSection(bed, watch, random, { sectionMs: 0.5 * TTL, freeSlackMs: FREE_SLACK_MS, index: ++crashes }));
+      // A crashed holder's lock must come free within its ttl: judged on the mutexes (a semaphore has other slots).
+      progress(await crashMidSection(bed, watch, random, { sectionMs: 0.5 * TTL, freeSlackMs: FREE_SLACK_MS, index: ++crashes, resources: mutexes.map((r) => r.name) }));
+      break;
+    case 3:
+      progress(
+        await semaphoreWindows(bed, watch, random, { resource: SEMAPHORE.name, clients: semaphoreClientIds, keys: permitKeys, holdMs: 0.8 * TTL, token: lockNodes[0].token, index: ++windows }),
+      );
       break;
   }
   progress();
@@ -124,9 +151,9 @@ await pool.stop(15_000);
 await bed.drain();
 watch.close();
 const tcp = new TcpRedis(store.redisUrl);
-const counters = Object.fromEntries(await Promise.all(resources.map(async (r, i) => [r.name, Number((await tcp.get(COUNTER(i))) ?? 0)] as const)));
+const counters = Object.fromEntries(await Promise.all(mutexes.map(async (r, i) => [r.name, Number((await tcp.get(COUNTER(i))) ?? 0)] as const)));
 tcp.disconnect();
-write({ type: "final", at: sharedNow(), counter: counters[resources[0].name], counters });
+write({ type: "final", at: sharedNow(), counter: counters[mutexes[0].name], counters });
 await new Promise((r) => log.end(r));
 await cluster.stop();
 

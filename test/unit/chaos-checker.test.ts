@@ -178,3 +178,77 @@ describe("chaos checker: the targeted nemesis and resources with a permit limit"
     expect(four.violations.join()).toContain("more than 3 holders");
   });
 });
+
+describe("chaos checker: the semaphore resource", () => {
+  const spec: ChaosRecord = { ...start, clients: 7, resources: [{ name: "m", limit: 1 }, { name: "chaos:semaphore", limit: 3 }] } as ChaosRecord;
+  /** A finished permit section: no fence, no counter. */
+  const permit = (client: number, begin: number, end: number, extra: Partial<CriticalSectionRecord> = {}): CriticalSectionRecord => ({
+    type: "cs",
+    id: `${client}.0.${begin}`,
+    client,
+    resource: "chaos:semaphore",
+    acquireCalled: begin - 20,
+    start: begin,
+    validityEnd: begin + 980,
+    readAccepted: false,
+    readDone: 0,
+    read: null,
+    end,
+    stalledMs: 0,
+    ...extra,
+  });
+  const windows: FaultRecord = {
+    type: "fault",
+    kind: "semaphore-windows",
+    target: "clients 2,3,4,5,6",
+    at: 0,
+    until: 2_000,
+    cuts: [2, 3, 4, 5, 6].map((client, j) => ({ clients: [client], nodes: [(j + 3) % 5, (j + 4) % 5], from: 10, to: 1_900 })),
+    heldOn: [[0, 1, 2], [1, 2, 3], [2, 3, 4], [0, 3, 4], [0, 1, 4]],
+  };
+  const mutex = cs(0, 1, 0, 100, { resource: "m", read: 0 });
+  const finalM = (counter: number): ChaosRecord => ({ type: "final", at: 99_999, counter, counters: { m: counter } });
+
+  it("finds five permits valid at once under the windows (the naive semaphore's over-admission) and names them", () => {
+    const log = [spec, windows, mutex, ...[2, 3, 4, 5, 6].map((c, j) => permit(c, 100 + j, 900 + j, { slot: undefined })), finalM(1)];
+    const report = check(log);
+    const sem = report.resources.find((r) => r.name === "chaos:semaphore")!;
+    expect(sem).toMatchObject({ sections: 5, maxHolders: 5, excess: 2 });
+    expect(sem.excessExamples[1]).toContain("5 valid at");
+    expect(sem.excessExamples[0]).toContain("during semaphore-windows clients 2,3,4,5,6");
+    expect(report.violations.join()).toContain("chaos:semaphore: more than 3 holders");
+    expect(report).toMatchObject({ windowsRuns: 1, windowsMostSeen: 5, overlaps: 0, minorityGrants: 0, fenceRegressions: 0, lostUpdates: 0 });
+  });
+
+  it("passes three at once, and a fourth that began once one of them released or ran out of validity", () => {
+    const a = permit(2, 100, 900, { slot: 0 });
+    const b = permit(3, 101, 2_500, { slot: 1, validityEnd: 600, stalledMs: 2_400 }); // stalled past its validity
+    const c = permit(4, 102, 950, { slot: 2 });
+    const d = permit(5, 700, 1_400, { slot: 1 }); // b's validity ended at 600 (b's end, 2500, does not count)
+    const e = permit(6, 905, 1_500, { slot: 0 }); // a released at 900
+    const report = check([spec, windows, mutex, a, b, c, d, e, finalM(1)]);
+    expect(report.resources.find((r) => r.name === "chaos:semaphore")).toMatchObject({ sections: 5, maxHolders: 3, excess: 0 });
+    expect(report.violations).toEqual([]);
+    // The same, had a not released until its validity ran out: four at once.
+    expect(check([spec, mutex, { ...a, end: 1_080 }, b, c, d, e, finalM(1)]).resources[1]).toMatchObject({ maxHolders: 4, excess: 1 });
+  });
+
+  it("ends a crashed permit holder's section at the crash: a fourth holder after the crash is no over-admission", () => {
+    const entered: EnterRecord = { type: "enter", id: "2.0.1", client: 2, resource: "chaos:semaphore", acquireCalled: 80, start: 100, validityEnd: 1_080 };
+    const others = [3, 4].map((c, j) => permit(c, 110 + j, 900 + j));
+    const log = (crashAt: number) => [spec, mutex, entered, ...others, crash(2, crashAt, "random"), permit(5, 500, 800), finalM(1)];
+    expect(check(log(400)).violations).toEqual([]);
+    expect(check(log(600)).violations.join()).toContain("more than 3 holders");
+    // Not judged for "free again within the ttl": the other permits go on regardless.
+    expect(check(log(400))).toMatchObject({ crashesInSection: 1, crashesJudged: 0 });
+  });
+
+  it("judges client stalls by the fenced counter only where the stalled client held a mutex", () => {
+    const stall = (client: number, at: number): FaultRecord => ({ type: "fault", kind: "client-stall", target: `client ${client}`, at, until: at + 2_000 });
+    const permits = [permit(5, 100, 300), permit(6, 400, 600)];
+    const onPermits = check([spec, mutex, ...permits, stall(5, 0), stall(6, 10), stall(5, 20), finalM(1)]);
+    expect(onPermits.violations).toEqual([]);
+    const onLocks = check([spec, mutex, cs(1, 2, 200, 300, { resource: "m", read: 1 }), ...permits, stall(0, 0), stall(1, 10), stall(0, 20), finalM(2)]);
+    expect(onLocks.violations.join()).toContain("no stale read or write was refused");
+  });
+});

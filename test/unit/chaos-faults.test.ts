@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { nextFault, planPartition, planQuorumCrash, prng } from "../../chaos/faults.ts";
+import { nextFault, planPartition, planQuorumCrash, planSemaphoreWindows, prng } from "../../chaos/faults.ts";
 
 const plan = (seed: number, unsafeRestart: boolean, count = 2_000) => {
   const random = prng(seed);
@@ -92,5 +92,32 @@ describe("the quorum-crash nemesis plan", () => {
       expect(quorum).toContain(victim);
     }
     expect(planQuorumCrash(prng(5), 5)).toEqual(planQuorumCrash(prng(5), 5));
+  });
+});
+
+describe("the semaphore-windows plan", () => {
+  it("5 clients on 5 nodes: each reaches exactly a quorum, every node is reached by exactly 3, the windows all differ", () => {
+    const clients = [16, 17, 18, 19, 20];
+    const random = prng(3);
+    for (let i = 0; i < 50; i++) {
+      const { windows, cuts } = planSemaphoreWindows(random, clients, 5);
+      expect(windows).toHaveLength(5);
+      for (const [j, w] of windows.entries()) {
+        expect(w).toHaveLength(3);
+        expect(cuts[j].clients).toEqual([clients[j]]);
+        expect([...w, ...cuts[j].nodes].sort()).toEqual([0, 1, 2, 3, 4]);
+      }
+      for (let node = 0; node < 5; node++) expect(windows.filter((w) => w.includes(node))).toHaveLength(3);
+      expect(new Set(windows.map((w) => w.join())).size).toBe(5);
+    }
+    expect(planSemaphoreWindows(prng(9), clients, 5)).toEqual(planSemaphoreWindows(prng(9), clients, 5));
+  });
+
+  it("admitting per node up to 3 holders under those windows lets all 5 in: the over-admission the scenario sets up", () => {
+    // Each client asks only its window; a node admits while it has fewer than 3: every client gets all 3 of its nodes.
+    const { windows } = planSemaphoreWindows(prng(1), [0, 1, 2, 3, 4], 5);
+    const holders = new Array<number>(5).fill(0);
+    const admittedOn = windows.map((w) => w.filter((node) => holders[node] < 3 && ++holders[node] > 0));
+    expect(admittedOn.filter((nodes) => nodes.length >= 3)).toHaveLength(5);
   });
 });
