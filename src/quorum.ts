@@ -45,8 +45,9 @@ export interface Round {
 export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<Round> {
   const { quorum, nodeTimeout, clock, decide: rule, cancelStragglers } = options;
   // Cut by the caller's signal until the round is decided, or by the decision itself (cancelStragglers).
-  const cut = new AbortController();
-  const onCallerAbort = () => cut.abort(options.signal?.reason);
+  // Without either, each request has its deadline alone: no combined signal (AbortSignal.any) per request.
+  const cut = options.signal || cancelStragglers ? new AbortController() : undefined;
+  const onCallerAbort = () => cut?.abort(options.signal?.reason);
   if (options.signal?.aborted) onCallerAbort();
   else options.signal?.addEventListener("abort", onCallerAbort, { once: true });
   const votes: (Vote | undefined)[] = new Array(count).fill(undefined);
@@ -59,7 +60,7 @@ export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<
     const decide = () => {
       decided = true;
       options.signal?.removeEventListener("abort", onCallerAbort);
-      if (cancelStragglers) cut.abort(new DOMException("round decided", "AbortError"));
+      if (cancelStragglers) cut?.abort(new DOMException("round decided", "AbortError"));
       resolve({
         granted,
         denied,
@@ -75,7 +76,7 @@ export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<
     };
     const settled = Array.from({ length: count }, (_, node) => {
       const deadline = clock.timeout(nodeTimeout);
-      const signal = anySignal([deadline.signal, cut.signal]);
+      const signal = cut ? anySignal([deadline.signal, cut.signal]) : deadline.signal;
       return Promise.resolve()
         .then(() => ask(node, signal))
         .catch((error: unknown): Vote => ({ outcome: "error", cause: String((error as Error)?.name ?? "error") }))
