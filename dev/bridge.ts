@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { Redis } from "ioredis";
 import { BadCommand, encodeReply, errorText, toCommand, toCommands } from "./rest-protocol.ts";
+import { delays, parseSpread, type LatencySpread } from "./latency-spread.ts";
 import { KeyLockingShim } from "./script-flags.ts";
 
 /** What the bridge answers instead of a correct reply. */
@@ -12,6 +13,8 @@ export type Garbage = "html" | "text" | "json-shape" | "truncated" | "empty";
 export interface Faults {
   /** Added before the command runs. */
   latencyMs: number;
+  /** Jitter and retransmits on top of `latencyMs`, from a seeded PRNG (a WAN); null: the latency exactly. */
+  spread: LatencySpread | null;
   /** Accept and never answer until cleared. */
   hang: boolean;
   /** Answer this HTTP status with a JSON error body instead of running the command. */
@@ -45,7 +48,7 @@ export interface Counters {
   pipelines: number;
 }
 
-const NO_FAULTS: Faults = { latencyMs: 0, hang: false, status: null, garbage: null, rejectKeyLocking: false };
+const NO_FAULTS: Faults = { latencyMs: 0, spread: null, hang: false, status: null, garbage: null, rejectKeyLocking: false };
 
 const GARBAGE_BODIES: Record<Garbage, { type: string; body: string }> = {
   html: { type: "text/html", body: "<html><body><h1>502 Bad Gateway</h1></body></html>" },
@@ -76,6 +79,7 @@ export class Bridge {
   #all = new Set<Redis>();
   #hung = new Set<() => void>();
   #keyLocking = new KeyLockingShim();
+  #delay = delays(null);
   #data: Server;
   #admin: Server;
   #dataPort = 0;
@@ -123,6 +127,7 @@ export class Bridge {
   /** Merges fault settings; clearing `hang` lets the hung requests go on. */
   setFaults(patch: Partial<Faults>): void {
     this.faults = { ...this.faults, ...patch };
+    if (patch.spread !== undefined) this.#delay = delays(patch.spread);
     this.#keyLocking.accept = !this.faults.rejectKeyLocking;
     if (!this.faults.hang) this.#releaseHung();
     this.onFaults?.(this.faults);
@@ -206,7 +211,7 @@ export class Bridge {
 
   /** Applies hang and latency; false when the client left meanwhile. */
   async #suffer(gone: { signal: AbortSignal }): Promise<boolean> {
-    if (!this.faults.hang && this.faults.latencyMs <= 0) return true;
+    if (!this.faults.hang && this.faults.latencyMs <= 0 && !this.faults.spread) return true;
     this.counters.waiting++;
     try {
       if (this.faults.hang) {
@@ -219,7 +224,8 @@ export class Bridge {
           });
         });
       }
-      if (this.faults.latencyMs > 0 && !gone.signal.aborted) await sleep(this.faults.latencyMs, gone.signal);
+      const delay = this.#delay(this.faults.latencyMs);
+      if (delay > 0 && !gone.signal.aborted) await sleep(delay, gone.signal);
     } finally {
       this.counters.waiting--;
     }
@@ -316,6 +322,7 @@ function parseFaults(body: string): Partial<Faults> {
   const raw = JSON.parse(body || "{}") as Record<string, unknown>;
   const patch: Partial<Faults> = {};
   if ("latencyMs" in raw) patch.latencyMs = Number(raw.latencyMs) || 0;
+  if ("spread" in raw) patch.spread = parseSpread(raw.spread);
   if ("hang" in raw) patch.hang = Boolean(raw.hang);
   if ("status" in raw) patch.status = raw.status === null ? null : Number(raw.status);
   if ("rejectKeyLocking" in raw) patch.rejectKeyLocking = Boolean(raw.rejectKeyLocking);
