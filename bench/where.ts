@@ -2,11 +2,13 @@
 // the library, in interleaved rounds. First against the local cluster: per acquire (p50, ms) from the call
 // to the last request handed to fetch, the network part up to the quorum-th reply, and from that reply to
 // the caller holding the lock. Then with fetch answered in-process (no network, no bridge): the client's
-// own time to send the five requests, and its CPU per acquire+release cycle. Bounded: about 40 s.
+// own time to send the five requests, and its CPU per acquire+release cycle. Last, the throughput workload
+// in-process, the library split into core and transport (bench/where-batched.ts). Bounded: about 60 s.
 import { spawnCluster } from "../dev/cluster-process.ts";
 import { edgeRedlockImpl, floorImpl, upstashDirectImpl, type Impl, type ImplOptions } from "./impls.ts";
 import { ACQUIRE, scriptShaOf } from "./lib.ts";
 import { percentile, table } from "./stats.ts";
+import { batchedSplit } from "./where-batched.ts";
 
 const ROUNDS = 20;
 const PER_ROUND = 50;
@@ -99,4 +101,8 @@ console.log(
     [...client].map(([name, c]) => [name, ms(c.toLastSent) * 1000, c.cpuUs / LOCAL_CYCLES]),
   ),
 );
+
+const SPLIT_CYCLES = 40_000;
+console.log(`\nthe throughput workload (${SPLIT_CYCLES} cycles, 32 at once, one pipeline per node per turn), fetch answered in-process\n`);
+console.log(table(["part", "CPU µs/cycle"], await batchedSplit(fakeNodes, OPTIONS, SPLIT_CYCLES)));
 process.exit(0);
