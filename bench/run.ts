@@ -14,6 +14,8 @@ import { verdicts } from "./targets.ts";
 import { applyWan, roundTripImpl } from "./wan.ts";
 
 const quick = process.argv.includes("--quick");
+/** `--only=healthy,hung-node`: run just those scenarios (while working on one; the README's table is from a whole run). */
+const only = process.argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length).split(",");
 const SIZE = quick
   ? { healthy: 60, slow: 12, hung: 5, contentionMs: 2_000, throughputMs: 2_000, manyLocks: 10, wanRounds: 2, wanCycles: 15 }
   : { healthy: 600, slow: 60, hung: 15, contentionMs: 12_000, throughputMs: 8_000, manyLocks: 60, wanRounds: 4, wanCycles: 50 };
@@ -322,6 +324,7 @@ async function wan(all: Impl[]): Promise<void> {
 
 const timings: Record<string, number> = {};
 const timed = async (name: string, run: () => Promise<void>) => {
+  if (only && !only.includes(name)) return;
   const t = performance.now();
   await run();
   timings[name] = round((performance.now() - t) / 1000, 1);
@@ -353,12 +356,16 @@ process.stdout.write(render(results) + "\n");
 const judged = verdicts(results);
 process.stdout.write(
   "\ntargets (edge-redlock, ratios from this run)\n" +
-    table(["target", "measured", "bound", "met"], judged.map((v) => [v.target, v.value, v.bound, v.met ? "yes" : "NO"])) +
+    table(["target", "measured", "bound", "met"], judged.map((v) => [v.target, v.value.toFixed(3), v.bound, v.met ? "yes" : "NO"])) +
     "\n",
 );
 for (const scenario of Object.values(results)) for (const r of Object.values(scenario)) for (const k of Object.keys(r) as (keyof Result)[]) if (typeof r[k] === "number") (r as Record<string, unknown>)[k] = round(r[k] as number, 3);
 const seconds = round((performance.now() - started) / 1000, 1);
-writeFileSync("bench/results.json", JSON.stringify({ machine, date: new Date().toISOString(), quick, seconds, scenarioSeconds: timings, scenarios: results, targets: judged }, null, 2) + "\n");
 process.stdout.write(`\nscenario seconds: ${Object.entries(timings).map(([k, v]) => `${k} ${v}`).join(", ")}\n`);
-process.stdout.write(`wrote bench/results.json (${quick ? "quick" : "full"} run, ${seconds} s)\n`);
+if (only) {
+  process.stdout.write(`--only: bench/results.json left as it was (${seconds} s)\n`);
+} else {
+  writeFileSync("bench/results.json", JSON.stringify({ machine, date: new Date().toISOString(), quick, seconds, scenarioSeconds: timings, scenarios: results, targets: judged }, null, 2) + "\n");
+  process.stdout.write(`wrote bench/results.json (${quick ? "quick" : "full"} run, ${seconds} s)\n`);
+}
 process.exit(0);
