@@ -3,7 +3,7 @@
 // to the last request handed to fetch, the network part up to the quorum-th reply, and from that reply to
 // the caller holding the lock. Then with fetch answered in-process (no network, no bridge): the client's
 // own time to send the five requests, and its CPU per acquire+release cycle. Last, the throughput workload
-// in-process, the library split into core and transport (bench/where-batched.ts). Bounded: about 60 s.
+// in-process, the library split into core and transport (bench/where-batched.ts). Bounded: about 30 s.
 import { spawnCluster } from "../dev/cluster-process.ts";
 import { edgeRedlockImpl, floorImpl, upstashDirectImpl, type Impl, type ImplOptions } from "./impls.ts";
 import { previousImpl } from "./previous.ts";
