@@ -3,6 +3,18 @@
 /** The shared clock of every process and thread of a run: epoch ms with sub-ms precision. */
 export const sharedNow = (): number => performance.timeOrigin + performance.now();
 
+/**
+ * A protected resource and how many holders it may have at once: 1 for a mutex (Redlock), more for
+ * a semaphore. The checker judges every resource against its own limit.
+ */
+export interface ResourceSpec {
+  name: string;
+  limit: number;
+}
+
+/** The resource of logs written before resources were named (one mutex). */
+export const DEFAULT_RESOURCE: ResourceSpec = { name: "chaos:resource", limit: 1 };
+
 export interface StartRecord {
   type: "start";
   seed: number;
@@ -10,6 +22,26 @@ export interface StartRecord {
   clients: number;
   ttl: number;
   at: number;
+  /** Lock nodes (default 5). */
+  nodes?: number;
+  /** Default: one mutex, {@link DEFAULT_RESOURCE}. */
+  resources?: ResourceSpec[];
+  /** How long after a crashed holder's section began its lock must be taken again: ttl + this (default 1000). */
+  freeSlackMs?: number;
+  /** The semaphore resource was guarded by the naive per-node counting semaphore (its negative control). */
+  naiveSemaphore?: boolean;
+}
+
+/**
+ * Some lock nodes that could grant nothing to some clients from `from` to `to` (a solid partition, or a
+ * node failing every request): their requests were dropped or refused, never run. `clients: "all"`:
+ * for everybody.
+ */
+export interface Cut {
+  clients: number[] | "all";
+  nodes: number[];
+  from: number;
+  to: number;
 }
 
 export interface FaultRecord {
@@ -18,15 +50,73 @@ export interface FaultRecord {
   target: string;
   at: number;
   until: number;
+  /** Partitions and the targeted nemesis: who lost which nodes, when. */
+  cuts?: Cut[];
+  /** The targeted nemesis: whether it found a holder on exactly a quorum and crashed one of its nodes. */
+  struck?: boolean;
+  /**
+   * semaphore-windows: the most permits the nodes held at one look (over TCP), each as the nodes that
+   * held it, e.g. [[0,1,2],[1,2,3]]. What the scenario saw, for the reader; the checker judges the sections.
+   */
+  heldOn?: number[][];
+  /** Human-readable: what happened (never a lock value). */
+  detail?: string;
 }
 
-export type FaultKind = "kill-restart" | "pause" | "latency" | "hang" | "http-500" | "http-503" | "garbage" | "client-stall";
+export type FaultKind =
+  | "kill-restart"
+  | "pause"
+  | "latency"
+  | "hang"
+  | "http-500"
+  | "http-503"
+  | "garbage"
+  | "client-stall"
+  | "partition-split"
+  | "partition-minority"
+  | "partition-flap"
+  | "quorum-crash"
+  | "semaphore-windows";
 
-/** One critical section: acquired, read the counter through the fence, worked (or stalled), wrote, released. */
+/**
+ * A client has just acquired a lock or a permit: written as it enters its critical section (so a crash
+ * cannot hide it).
+ */
+export interface EnterRecord {
+  type: "enter";
+  /** Unique per section: client.incarnation.sequence. */
+  id: string;
+  client: number;
+  resource?: string;
+  /** The lock's fencing token; absent for a semaphore's permit (permits have none). */
+  fence?: string;
+  /** A permit of the sound semaphore: the slot it holds. */
+  slot?: number;
+  /** When the client called acquire (every attempt of this acquisition began after it). */
+  acquireCalled: number;
+  /** When acquire returned. */
+  start: number;
+  /** start + the lock's validity at that moment. */
+  validityEnd: number;
+  /** The targeted nemesis asked for a long section: it works at least this long (still within validity). */
+  holdMs?: number;
+}
+
+/**
+ * One critical section: acquired, read the counter through the fence, worked (or stalled), wrote, released.
+ * A permit's section only works (or stalls): no fence, no counter (`readAccepted` false, `readDone` 0, `read` null).
+ */
 export interface CriticalSectionRecord {
   type: "cs";
+  /** As in the section's {@link EnterRecord}. */
+  id?: string;
   client: number;
-  fence: string;
+  resource?: string;
+  /** Absent for a permit. */
+  fence?: string;
+  /** A permit of the sound semaphore: the slot it held. */
+  slot?: number;
+  acquireCalled?: number;
   /** When acquire returned. */
   start: number;
   /** start + the lock's validity at that moment. */
@@ -45,6 +135,15 @@ export interface CriticalSectionRecord {
   error?: string;
 }
 
+/** A client (worker thread) was terminated; a section it had entered and not finished ends here. */
+export interface CrashRecord {
+  type: "crash";
+  client: number;
+  /** Just before the termination began. */
+  at: number;
+  reason: "nemesis" | "random" | "wind-down";
+}
+
 export interface MissRecord {
   type: "miss";
   client: number;
@@ -52,11 +151,27 @@ export interface MissRecord {
   reason: string;
 }
 
+/** The clients were told to stop: the run winds down from here. */
+export interface StopRecord {
+  type: "stop";
+  at: number;
+}
+
 export interface FinalRecord {
   type: "final";
   at: number;
-  /** The protected counter's value in the store at the end. */
+  /** The first resource's protected counter in the store at the end. */
   counter: number;
+  /** Every mutex resource's counter, by resource name. */
+  counters?: Record<string, number>;
 }
 
-export type ChaosRecord = StartRecord | FaultRecord | CriticalSectionRecord | MissRecord | FinalRecord;
+export type ChaosRecord =
+  | StartRecord
+  | FaultRecord
+  | EnterRecord
+  | CriticalSectionRecord
+  | CrashRecord
+  | MissRecord
+  | StopRecord
+  | FinalRecord;

@@ -1,145 +1,165 @@
-// `npm run chaos [-- --seed N --duration S --cycles N --clients N --unsafe-restart]`:
-// 16 clients in worker threads contend for one resource on five real lock nodes while a seeded
-// scheduler injects faults; then the independent checker judges the log. Exits 1 on any violation.
+// `npm run chaos [-- --seed N --duration S --cycles N --clients N --semaphore-clients N --resources K --work A-B
+// --episode S --unsafe-restart --naive-semaphore --no-faults --soak]`:
+// clients in worker threads contend for shared resources on five real lock nodes, each client over links
+// of its own (so partitions can split clients): lock clients for fenced mutexes, semaphore clients for the
+// permits of `redlock.semaphore("chaos:semaphore", 3)` (or, with --naive-semaphore, of the naive per-node
+// counting semaphore: the negative control). The run alternates a seeded random fault scheduler with three
+// targeted scenarios: the quorum-crash nemesis, a client crash mid-section, the semaphore windows. Then the
+// independent checker judges the log. Exits 1 on any violation.
 import { createWriteStream, mkdirSync } from "node:fs";
-import { Worker } from "node:worker_threads";
 import { Redis as TcpRedis } from "ioredis";
 import { startCluster } from "../dev/cluster.ts";
+import { Bed, linkName } from "./bed.ts";
 import { check, formatReport, readLog } from "./checker.ts";
-import { nextFault, prng } from "./faults.ts";
-import { sharedNow, type ChaosRecord, type FaultKind } from "./records.ts";
+import { crashMidSection } from "./crash.ts";
+import { planQuorumCrash, prng, type PartitionKind } from "./faults.ts";
+import { naiveKey } from "./naive-semaphore.ts";
+import { quorumCrash } from "./nemesis.ts";
+import { ClientPool } from "./pool.ts";
+import { sharedNow, type ChaosRecord, type ResourceSpec } from "./records.ts";
+import { randomEpisode } from "./scheduler.ts";
+import { ResourceWatch, type PermitKeys } from "./watch.ts";
+import { semaphoreWindows } from "./windows.ts";
 
+const flag = (name: string) => process.argv.includes(`--${name}`);
+const soak = flag("soak");
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 };
+const range = (name: string, fallback: [number, number]): [number, number] => {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return fallback;
+  const [lo, hi] = process.argv[i + 1].split("-").map(Number);
+  return [lo, hi ?? lo];
+};
+// The soak: ≥ 10,000 sections within 30 min on 2 cores — more clients, several resources, short sections.
 const seed = arg("seed", 1);
-const durationMs = arg("duration", 150) * 1000;
-const maxCycles = arg("cycles", Number.POSITIVE_INFINITY);
-const clients = arg("clients", 16);
-const unsafeRestart = process.argv.includes("--unsafe-restart");
-const noFaults = process.argv.includes("--no-faults");
+const durationMs = arg("duration", soak ? 1_800 : 150) * 1000;
+const maxCycles = arg("cycles", soak ? 10_000 : Number.POSITIVE_INFINITY);
+const lockClients = arg("clients", soak ? 24 : 16);
+// The semaphore's clients come after the lock clients: 5 of them, one per window of the targeted scenario.
+const semaphoreClients = arg("semaphore-clients", 5);
+const clients = lockClients + semaphoreClients;
+const resourceCount = arg("resources", soak ? 4 : 1);
+const workMs = range("work", soak ? [10, 40] : [100, 400]);
+const episodeMs = arg("episode", soak ? 15 : 2.5) * 1000;
+const unsafeRestart = flag("unsafe-restart");
+const naiveSemaphore = flag("naive-semaphore");
+const noFaults = flag("no-faults");
 const TTL = 1_000;
-const RESOURCE = "chaos:resource";
-const COUNTER = "chaos:counter";
-const logPath = `.tmp/chaos/chaos-seed${seed}${unsafeRestart ? "-unsafe" : ""}.jsonl`;
+const NODE_TIMEOUT = 150;
+const NODES = 5;
+const FREE_SLACK_MS = 1_000;
+const COUNTER = (r: number) => `chaos:counter:${r}`;
+const mutexes: ResourceSpec[] = Array.from({ length: resourceCount }, (_, r) => ({ name: `chaos:resource:${r}`, limit: 1 }));
+const SEMAPHORE: ResourceSpec = { name: "chaos:semaphore", limit: 3 };
+const resources: ResourceSpec[] = semaphoreClients > 0 ? [...mutexes, SEMAPHORE] : mutexes;
+// Where the permits live on the nodes (the sound semaphore's slot keys are documented in docs/SAFETY.md).
+const permitKeys: PermitKeys = naiveSemaphore
+  ? { naive: naiveKey(SEMAPHORE.name) }
+  : { slots: Array.from({ length: SEMAPHORE.limit }, (_, s) => `edge-redlock:semaphore:${SEMAPHORE.name}:${s}`) };
+const logPath = `.tmp/chaos/chaos-seed${seed}${unsafeRestart ? "-unsafe" : ""}${naiveSemaphore ? "-naive" : ""}${soak ? "-soak" : ""}.jsonl`;
 
 mkdirSync(".tmp/chaos", { recursive: true });
 const log = createWriteStream(logPath);
 const write = (record: ChaosRecord) => log.write(JSON.stringify(record) + "\n");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const cluster = await startCluster({ nodes: 6 });
-const lockNodes = cluster.nodes.slice(0, 5);
-const store = cluster.nodes[5];
-write({ type: "start", seed, unsafeRestart, clients, ttl: TTL, at: sharedNow() });
-process.stderr.write(`chaos: seed ${seed}, ${clients} clients, ${durationMs / 1000} s${unsafeRestart ? ", UNSAFE immediate empty restarts (negative control)" : ""}; log ${logPath}\n`);
+const cluster = await startCluster({ nodes: NODES + 1 });
+const lockNodes = cluster.nodes.slice(0, NODES);
+const store = cluster.nodes[NODES];
+// Each client reaches each lock node through a link of its own.
+const links = await Promise.all(
+  Array.from({ length: clients }, (_, client) => Promise.all(cluster.bridges.slice(0, NODES).map((bridge) => bridge.addLink(linkName(client))))),
+);
+write({ type: "start", seed, unsafeRestart, clients, ttl: TTL, at: sharedNow(), nodes: NODES, resources, freeSlackMs: FREE_SLACK_MS, ...(naiveSemaphore ? { naiveSemaphore } : {}) });
+process.stderr.write(
+  `chaos: seed ${seed}, ${lockClients} lock clients on ${resourceCount} mutex(es)` +
+    (semaphoreClients > 0 ? ` + ${semaphoreClients} on ${SEMAPHORE.name} (limit ${SEMAPHORE.limit}${naiveSemaphore ? ", NAIVE per-node counting semaphore (negative control)" : ""})` : "") +
+    `, work ${workMs.join("-")} ms, ${durationMs / 1000} s${Number.isFinite(maxCycles) ? ` or ${maxCycles} sections` : ""}` +
+    `${unsafeRestart ? ", UNSAFE immediate empty restarts (negative control)" : ""}; log ${logPath}\n`,
+);
 
-let cycles = 0;
-const workers = Array.from({ length: clients }, (_, client) => {
-  const worker = new Worker(new URL("./client.ts", import.meta.url), {
-    workerData: { client, lockNodes, store, ttl: TTL, resource: RESOURCE, counterKey: COUNTER },
-  });
-  worker.on("message", (record: ChaosRecord) => {
-    if (record.type === "cs") cycles++;
-    write(record);
-  });
-  worker.on("error", (error) => process.stderr.write(`client ${client} crashed: ${error.message}\n`));
-  return worker;
-});
+const pool = new ClientPool(
+  clients,
+  (client) => ({
+    lockNodes: links[client].map((url) => ({ url, token: lockNodes[0].token })),
+    store: { url: store.url, token: store.token },
+    ttl: TTL,
+    nodeTimeout: NODE_TIMEOUT,
+    ...(client < lockClients
+      ? { resource: mutexes[client % resourceCount].name, guard: { kind: "lock", counterKey: COUNTER(client % resourceCount) } as const }
+      : { resource: SEMAPHORE.name, guard: { kind: "semaphore", limit: SEMAPHORE.limit, naive: naiveSemaphore } as const }),
+    workMs,
+  }),
+  write,
+);
+const bed = new Bed({ cluster, pool, nodes: NODES, ttl: TTL, unsafeRestart, write });
+const watch = new ResourceWatch(lockNodes.map((n) => n.redisUrl));
+pool.start();
 
-// The fault scheduler: one fault every 300–900 ms, at most one at a time per node, at most two nodes down.
-const random = prng(seed);
-const busyUntil = new Array(5).fill(0);
-const down = new Set<number>();
-const pending: Promise<void>[] = [];
 const began = Date.now();
-const running = () => Date.now() - began < durationMs && cycles < maxCycles;
-
-async function inject(kind: FaultKind, node: number, duration: number): Promise<void> {
-  const bridge = cluster.bridges[node];
-  const server = cluster.servers[node];
-  switch (kind) {
-    case "kill-restart":
-      down.add(node);
-      await server.kill();
-      await sleep(duration);
-      await server.restartEmpty();
-      await bridge.ready();
-      down.delete(node);
-      return;
-    case "pause":
-      down.add(node);
-      server.pause();
-      await sleep(duration);
-      server.resume();
-      down.delete(node);
-      return;
-    case "latency":
-      bridge.setFaults({ latencyMs: 100 + Math.round(random() * 300) });
-      await sleep(duration);
-      bridge.setFaults({ latencyMs: 0 });
-      return;
-    case "hang":
-      bridge.setFaults({ hang: true });
-      await sleep(duration);
-      bridge.setFaults({ hang: false });
-      return;
-    case "http-500":
-    case "http-503":
-      bridge.setFaults({ status: kind === "http-500" ? 500 : 503 });
-      await sleep(duration);
-      bridge.setFaults({ status: null });
-      return;
-    case "garbage": {
-      const kinds = ["html", "text", "json-shape", "truncated", "empty"] as const;
-      bridge.setFaults({ garbage: kinds[Math.floor(random() * kinds.length)] });
-      await sleep(duration);
-      bridge.setFaults({ garbage: null });
-      return;
-    }
-  }
-}
-
+const running = () => Date.now() - began < durationMs && pool.cycles < maxCycles;
+const plan = { ttl: TTL, nodes: NODES, clients, unsafeRestart };
+const random = prng(seed);
+const openers: PartitionKind[] = ["partition-split", "partition-minority", "partition-flap"];
 let lastProgress = Date.now();
+const progress = (line?: string) => {
+  if (line) process.stderr.write(`chaos: ${line}\n`);
+  if (Date.now() - lastProgress < 10_000) return;
+  lastProgress = Date.now();
+  const s = (Date.now() - began) / 1000;
+  process.stderr.write(`chaos: ${Math.round(s)} s, ${pool.cycles} critical sections (${Math.round((pool.cycles / s) * 60)}/min)\n`);
+};
+
+// The director: random faults, the quorum-crash nemesis, a client crash, the semaphore windows, random
+// faults, … Each targeted scenario starts once every random fault has ended, so it has the cluster to itself.
+const scenarios = semaphoreClients > 0 ? 4 : 3;
+const semaphoreClientIds = Array.from({ length: semaphoreClients }, (_, j) => lockClients + j);
+let nemeses = 0;
+let crashes = 0;
+let windows = 0;
+for (let episode = 0; running() && !noFaults; episode++) {
+  switch (episode % scenarios) {
+    case 0:
+      await randomEpisode(bed, random, plan, episodeMs, openers[Math.floor(episode / scenarios) % openers.length], running);
+      await bed.drain();
+      break;
+    case 1:
+      progress(await quorumCrash(bed, watch, planQuorumCrash(random, NODES), random, { resource: mutexes[0].name, holdMs: 0.8 * TTL, restartDelayMs: 1.5 * TTL, index: ++nemeses }));
+      break;
+    case 2:
+      // A crashed holder's lock must come free within its ttl: judged on the mutexes (a semaphore has other slots).
+      progress(await crashMidSection(bed, watch, random, { sectionMs: 0.5 * TTL, freeSlackMs: FREE_SLACK_MS, index: ++crashes, resources: mutexes.map((r) => r.name) }));
+      break;
+    case 3:
+      progress(
+        await semaphoreWindows(bed, watch, random, { resource: SEMAPHORE.name, clients: semaphoreClientIds, keys: permitKeys, holdMs: 0.8 * TTL, token: lockNodes[0].token, index: ++windows }),
+      );
+      break;
+  }
+  progress();
+}
 while (running()) {
-  await sleep(300 + Math.round(random() * 600));
-  const fault = nextFault(random, { ttl: TTL, nodes: 5, clients, unsafeRestart });
-  if (noFaults) continue;
-  const at = sharedNow();
-  if (fault.kind === "client-stall") {
-    workers[fault.target].postMessage({ stall: fault.duration });
-    write({ type: "fault", kind: fault.kind, target: `client ${fault.target}`, at, until: at + fault.duration });
-  } else {
-    const targets = fault.also === undefined ? [fault.target] : [fault.target, fault.also];
-    const takesDown = fault.kind === "kill-restart" || fault.kind === "pause";
-    const free = targets.every((node) => Date.now() >= busyUntil[node] && !down.has(node));
-    if (!free || (takesDown && down.size + targets.length > 2)) continue;
-    for (const node of targets) busyUntil[node] = Date.now() + fault.duration + 100;
-    write({ type: "fault", kind: fault.kind, target: `node ${targets.join("+")}`, at, until: at + fault.duration });
-    for (const node of targets) {
-      pending.push(inject(fault.kind, node, fault.duration).catch((e: Error) => void process.stderr.write(`fault ${fault.kind} failed: ${e.message}\n`)));
-    }
-  }
-  if (Date.now() - lastProgress > 10_000) {
-    lastProgress = Date.now();
-    process.stderr.write(`chaos: ${Math.round((Date.now() - began) / 1000)} s, ${cycles} critical sections\n`);
-  }
+  await new Promise((r) => setTimeout(r, 200));
+  progress();
 }
 
 // Wind down: stop the clients after their current cycle, let the faults end, record the final state.
-for (const worker of workers) worker.postMessage({ stop: true });
-await Promise.race([Promise.all(workers.map((w) => new Promise((r) => w.once("exit", r)))), sleep(15_000)]);
-await Promise.all(workers.map((w) => w.terminate()));
-await Promise.all(pending);
+write({ type: "stop", at: sharedNow() });
+await pool.stop(15_000);
+await bed.drain();
+watch.close();
 const tcp = new TcpRedis(store.redisUrl);
-const counter = Number((await tcp.get(COUNTER)) ?? 0);
+const counters = Object.fromEntries(await Promise.all(mutexes.map(async (r, i) => [r.name, Number((await tcp.get(COUNTER(i))) ?? 0)] as const)));
 tcp.disconnect();
-write({ type: "final", at: sharedNow(), counter });
+write({ type: "final", at: sharedNow(), counter: counters[mutexes[0].name], counters });
 await new Promise((r) => log.end(r));
 await cluster.stop();
 
+const elapsed = (Date.now() - began) / 1000;
 const report = check(readLog(logPath));
 process.stdout.write(formatReport(report) + "\n");
-process.stdout.write(`reproduce: npm run chaos -- --seed ${seed} --duration ${durationMs / 1000}${unsafeRestart ? " --unsafe-restart" : ""}\n`);
+process.stdout.write(`rate: ${report.cycles} critical sections in ${Math.round(elapsed)} s = ${Math.round((report.cycles / elapsed) * 60)} per minute\n`);
+process.stdout.write(`reproduce: npm run chaos -- --seed ${seed} ${process.argv.slice(2).filter((a, i, all) => a !== "--seed" && all[i - 1] !== "--seed").join(" ")}\n`);
 process.exit(report.violations.length > 0 ? 1 : 0);

@@ -1,10 +1,12 @@
 // A fetch-only client for a bridge's admin API: works from Node, workerd, Deno and Bun.
-import type { Counters, Faults } from "./bridge.ts";
+import type { Counters, Faults, LinkState } from "./bridge.ts";
 
 /** What `GET /state` returns. */
 export interface NodeState {
   faults: Faults;
   counters: Counters;
+  /** The node's links (one listener per client, see `Bridge.addLink`), by name. */
+  links: Record<string, LinkState>;
   redis: { state: "running" | "paused" | "killed"; port: number };
 }
 
@@ -12,6 +14,8 @@ export interface NodeState {
  * Controls one node of the local cluster over its `adminUrl`.
  * @example
  * await nodeAdmin(cluster.nodes[0].adminUrl).faults({ latencyMs: 250 });
+ * const url = await nodeAdmin(cluster.nodes[0].adminUrl).addLink("client-1");
+ * await nodeAdmin(cluster.nodes[0].adminUrl).linkFaults("client-1", { cut: true }); // only client 1 loses node 0
  */
 export function nodeAdmin(adminUrl: string) {
   const call = async (path: string, body?: unknown): Promise<NodeState> => {
@@ -23,6 +27,10 @@ export function nodeAdmin(adminUrl: string) {
   return {
     state: () => call("/state"),
     faults: (patch: Partial<Faults>) => call("/faults", patch),
+    /** Opens (once) a listener of its own for one client; resolves with its URL. */
+    addLink: async (name: string) => (await call("/links", { name })).links[name].url,
+    /** Faults on one link only: that client's route to this node. */
+    linkFaults: (name: string, patch: Partial<Faults>) => call(`/links/${encodeURIComponent(name)}/faults`, patch),
     reset: () => call("/reset", {}),
     resetCounters: () => call("/counters/reset", {}),
     kill: () => call("/redis/kill", {}),
@@ -46,4 +54,20 @@ export async function settle(admins: ReturnType<typeof nodeAdmin>[], timeoutMs =
     if (Date.now() > deadline) return;
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/**
+ * How many of the nodes hold `key`, asked over each node's REST API with `EXISTS` (fetch only: works in
+ * every runtime).
+ * @example
+ * expect(await holding(cluster.nodes, "orders:42")).toBe(0);
+ */
+export async function holding(nodes: { url: string; token: string }[], key: string): Promise<number> {
+  const counts = await Promise.all(
+    nodes.map(async (node) => {
+      const res = await fetch(node.url, { method: "POST", headers: { authorization: `Bearer ${node.token}` }, body: JSON.stringify(["exists", key]) });
+      return ((await res.json()) as { result: number }).result;
+    }),
+  );
+  return counts.reduce((a, b) => a + b, 0);
 }

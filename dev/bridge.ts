@@ -2,31 +2,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Redis } from "ioredis";
+import { FaultGate, GARBAGE_BODIES, NO_FAULTS, parseFaults, type Faults } from "./fault-gate.ts";
 import { BadCommand, encodeReply, errorText, toCommand, toCommands } from "./rest-protocol.ts";
-import { delays, parseSpread, type LatencySpread } from "./latency-spread.ts";
 import { KeyLockingShim } from "./script-flags.ts";
 
-/** What the bridge answers instead of a correct reply. */
-export type Garbage = "html" | "text" | "json-shape" | "truncated" | "empty";
-
-/** Faults applied to every data request of one bridge, in this order: hang, latency, status, garbage. */
-export interface Faults {
-  /** Added before the command runs. */
-  latencyMs: number;
-  /** Jitter and retransmits on top of `latencyMs`, from a seeded PRNG (a WAN); null: the latency exactly. */
-  spread: LatencySpread | null;
-  /** Accept and never answer until cleared. */
-  hang: boolean;
-  /** Answer this HTTP status with a JSON error body instead of running the command. */
-  status: number | null;
-  /** Answer 200 with a body that is not a valid reply. */
-  garbage: Garbage | null;
-  /**
-   * Pass scripts with Upstash's `allow-key-locking` shebang flag to Redis unchanged, so Redis rejects
-   * them (a REST proxy in front of plain Redis). Default false: the flag is accepted, as Upstash does.
-   */
-  rejectKeyLocking: boolean;
-}
+export type { Faults, Garbage } from "./fault-gate.ts";
 
 /** Per-bridge request counters, reset-able over the admin API. */
 export interface Counters {
@@ -48,38 +28,46 @@ export interface Counters {
   pipelines: number;
 }
 
-const NO_FAULTS: Faults = { latencyMs: 0, spread: null, hang: false, status: null, garbage: null, rejectKeyLocking: false };
-
-const GARBAGE_BODIES: Record<Garbage, { type: string; body: string }> = {
-  html: { type: "text/html", body: "<html><body><h1>502 Bad Gateway</h1></body></html>" },
-  text: { type: "text/plain", body: "upstream said: {not json" },
-  "json-shape": { type: "application/json", body: '{"value":"OK","granted":true}' },
-  truncated: { type: "application/json", body: '{"result":"T0' },
-  empty: { type: "application/json", body: "" },
-};
-
 export interface BridgeOptions {
   redisPort: number;
   token: string;
 }
 
-/** One REST bridge: `url` speaks the Upstash protocol, `adminUrl` takes fault controls. */
+/** A client's own route to the bridge: a listener of its own whose faults hit that client alone. */
+export interface LinkState {
+  url: string;
+  faults: Faults;
+}
+
+interface Link {
+  server: Server;
+  port: number;
+  gate: FaultGate;
+}
+
+/** A link name: what the admin API accepts in `/links/<name>`. */
+const LINK_NAME = /^[\w.-]{1,64}$/;
+
+/**
+ * One REST bridge: `url` speaks the Upstash protocol, `adminUrl` takes fault controls. Links (see
+ * {@link Bridge.addLink}) are further listeners in front of the same node, one per client, so a fault
+ * can hit one (client, node) pair: a partial partition.
+ */
 export class Bridge {
   readonly token: string;
   readonly redisPort: number;
-  faults: Faults = { ...NO_FAULTS };
   counters: Counters = emptyCounters();
   /** Hook for process controls, set by the cluster. */
   onAdmin?: (action: string) => Promise<unknown>;
-  /** Called after every fault change (the cluster mirrors latency and hang onto its TCP proxy). */
+  /** Called after every node-wide fault change (the cluster mirrors latency and hang onto its TCP proxy). */
   onFaults?: (faults: Faults) => void;
 
   #shared: Redis;
   #idle: Redis[] = [];
   #all = new Set<Redis>();
-  #hung = new Set<() => void>();
   #keyLocking = new KeyLockingShim();
-  #delay = delays(null);
+  #gate = new FaultGate();
+  #links = new Map<string, Link>();
   #data: Server;
   #admin: Server;
   #dataPort = 0;
@@ -89,7 +77,7 @@ export class Bridge {
     this.token = options.token;
     this.redisPort = options.redisPort;
     this.#shared = this.#connection(false);
-    this.#data = createServer((req, res) => void this.#serveData(req, res));
+    this.#data = createServer((req, res) => void this.#serveData(req, res, undefined));
     this.#admin = createServer((req, res) => void this.#serveAdmin(req, res));
   }
 
@@ -99,6 +87,11 @@ export class Bridge {
 
   get adminUrl(): string {
     return `http://127.0.0.1:${this.#adminPort}`;
+  }
+
+  /** The node-wide faults (every request, whichever listener it came through). */
+  get faults(): Faults {
+    return this.#gate.faults;
   }
 
   async start(): Promise<void> {
@@ -117,28 +110,53 @@ export class Bridge {
   }
 
   async stop(): Promise<void> {
-    this.#releaseHung();
-    this.#data.closeAllConnections();
-    this.#admin.closeAllConnections();
-    await Promise.all([close(this.#data), close(this.#admin)]);
+    const servers = [this.#data, this.#admin, ...[...this.#links.values()].map((link) => link.server)];
+    for (const gate of [this.#gate, ...[...this.#links.values()].map((link) => link.gate)]) gate.releaseHeld();
+    for (const server of servers) server.closeAllConnections();
+    await Promise.all(servers.map(close));
     for (const conn of this.#all) conn.disconnect();
   }
 
-  /** Merges fault settings; clearing `hang` lets the hung requests go on. */
+  /** Merges node-wide fault settings; clearing `hang` lets the hung requests go on. */
   setFaults(patch: Partial<Faults>): void {
-    this.faults = { ...this.faults, ...patch };
-    if (patch.spread !== undefined) this.#delay = delays(patch.spread);
-    this.#keyLocking.accept = !this.faults.rejectKeyLocking;
-    if (!this.faults.hang) this.#releaseHung();
-    this.onFaults?.(this.faults);
+    const faults = this.#gate.set(patch);
+    this.#keyLocking.accept = !faults.rejectKeyLocking;
+    this.onFaults?.(faults);
+  }
+
+  /**
+   * Opens (once) a listener named `name` in front of this node and resolves with its URL. Requests
+   * through it pass the link's faults first, then the node's.
+   * @example
+   * const url = await bridge.addLink("client-3");
+   * bridge.setLinkFaults("client-3", { cut: true }); // client 3 loses this node; the others still reach it
+   */
+  async addLink(name: string): Promise<string> {
+    if (!LINK_NAME.test(name)) throw new Error(`a link name is 1-64 letters, digits, '_', '.', '-'`);
+    let link = this.#links.get(name);
+    if (!link) {
+      const created: Link = { server: createServer((req, res) => void this.#serveData(req, res, created)), port: 0, gate: new FaultGate() };
+      this.#links.set(name, created);
+      created.port = await listen(created.server);
+      link = created;
+    }
+    return linkUrl(link);
+  }
+
+  /** Merges the faults of one link (see {@link Bridge.addLink}); `rejectKeyLocking` is node-wide only. */
+  setLinkFaults(name: string, patch: Partial<Faults>): void {
+    const link = this.#links.get(name);
+    if (!link) throw new Error(`no such link: ${name}`);
+    link.gate.set(patch);
   }
 
   resetCounters(): void {
     this.counters = { ...emptyCounters(), waiting: this.counters.waiting, inFlight: this.counters.inFlight };
   }
 
-  state(): { faults: Faults; counters: Counters } {
-    return { faults: this.faults, counters: this.counters };
+  state(): { faults: Faults; counters: Counters; links: Record<string, LinkState> } {
+    const links = Object.fromEntries([...this.#links].map(([name, link]) => [name, { url: linkUrl(link), faults: link.gate.faults }]));
+    return { faults: this.#gate.faults, counters: this.counters, links };
   }
 
   #connection(lazy: boolean): Redis {
@@ -155,37 +173,36 @@ export class Bridge {
     return conn;
   }
 
-  #releaseHung(): void {
-    for (const release of this.#hung) release();
-    this.#hung.clear();
-  }
-
-  async #serveData(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #serveData(req: IncomingMessage, res: ServerResponse, link: Link | undefined): Promise<void> {
     this.counters.inFlight++;
     try {
-      await this.#answer(req, res);
+      await this.#answer(req, res, link);
     } finally {
       this.counters.inFlight--;
     }
   }
 
-  async #answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #answer(req: IncomingMessage, res: ServerResponse, link: Link | undefined): Promise<void> {
     if (!isLoopback(req)) return send(res, 403, { error: "loopback only" });
     this.counters.received++;
     const body = await readBody(req);
     if (req.method !== "POST") return send(res, 405, { error: "use POST" });
     if (req.headers.authorization !== `Bearer ${this.token}`) return send(res, 401, { error: "Unauthorized" });
 
+    // The link's faults first (the client's own route), then the node's.
+    const gates = link ? [link.gate, this.#gate] : [this.#gate];
     const gone = clientGone(res);
-    if (!(await this.#suffer(gone))) {
+    if (!(await this.#pass(gates, gone.signal))) {
       this.counters.abandoned++;
       return;
     }
-    if (this.faults.status !== null) return send(res, this.faults.status, { error: `injected HTTP ${this.faults.status}` });
-    if (this.faults.garbage !== null) {
-      const garbage = GARBAGE_BODIES[this.faults.garbage];
-      res.writeHead(200, { "content-type": garbage.type });
-      return void res.end(garbage.body);
+    for (const { faults } of gates) {
+      if (faults.status !== null) return send(res, faults.status, { error: `injected HTTP ${faults.status}` });
+      if (faults.garbage !== null) {
+        const garbage = GARBAGE_BODIES[faults.garbage];
+        res.writeHead(200, { "content-type": garbage.type });
+        return void res.end(garbage.body);
+      }
     }
 
     const base64 = String(req.headers["upstash-encoding"] ?? "").toLowerCase() === "base64";
@@ -209,27 +226,16 @@ export class Bridge {
     }
   }
 
-  /** Applies hang and latency; false when the client left meanwhile. */
-  async #suffer(gone: { signal: AbortSignal }): Promise<boolean> {
-    if (!this.faults.hang && this.faults.latencyMs <= 0 && !this.faults.spread) return true;
+  /** Passes every gate in order; false when a cut dropped the request or the client left meanwhile. */
+  async #pass(gates: FaultGate[], gone: AbortSignal): Promise<boolean> {
+    if (gates.every((gate) => gate.open)) return true;
     this.counters.waiting++;
     try {
-      if (this.faults.hang) {
-        await new Promise<void>((resolve) => {
-          const release = () => resolve();
-          this.#hung.add(release);
-          gone.signal.addEventListener("abort", () => {
-            this.#hung.delete(release);
-            resolve();
-          });
-        });
-      }
-      const delay = this.#delay(this.faults.latencyMs);
-      if (delay > 0 && !gone.signal.aborted) await sleep(delay, gone.signal);
+      for (const gate of gates) if (!(await gate.pass(gone))) return false;
+      return true;
     } finally {
       this.counters.waiting--;
     }
-    return !gone.signal.aborted;
   }
 
   async #run(path: string, body: unknown, base64: boolean): Promise<unknown> {
@@ -292,9 +298,13 @@ export class Bridge {
     try {
       if (req.method === "GET" && path === "/state") return send(res, 200, await this.#fullState());
       if (req.method !== "POST") return send(res, 405, { error: "use POST (or GET /state)" });
+      const linkFaults = /^\/links\/([^/]+)\/faults$/.exec(path);
       if (path === "/faults") this.setFaults(parseFaults(body));
+      else if (linkFaults) this.setLinkFaults(decodeURIComponent(linkFaults[1]), parseFaults(body));
+      else if (path === "/links") await this.addLink(String((JSON.parse(body || "{}") as { name?: unknown }).name ?? ""));
       else if (path === "/reset") {
         this.setFaults({ ...NO_FAULTS });
+        for (const name of this.#links.keys()) this.setLinkFaults(name, { ...NO_FAULTS });
         this.resetCounters();
         this.#keyLocking.forget();
       } else if (path === "/counters/reset") this.resetCounters();
@@ -316,21 +326,6 @@ class NotFound extends Error {}
 
 function emptyCounters(): Counters {
   return { received: 0, answered: 0, abandoned: 0, waiting: 0, inFlight: 0, commands: {}, flaggedScripts: 0, pipelines: 0 };
-}
-
-function parseFaults(body: string): Partial<Faults> {
-  const raw = JSON.parse(body || "{}") as Record<string, unknown>;
-  const patch: Partial<Faults> = {};
-  if ("latencyMs" in raw) patch.latencyMs = Number(raw.latencyMs) || 0;
-  if ("spread" in raw) patch.spread = parseSpread(raw.spread);
-  if ("hang" in raw) patch.hang = Boolean(raw.hang);
-  if ("status" in raw) patch.status = raw.status === null ? null : Number(raw.status);
-  if ("rejectKeyLocking" in raw) patch.rejectKeyLocking = Boolean(raw.rejectKeyLocking);
-  if ("garbage" in raw) {
-    if (raw.garbage !== null && !(String(raw.garbage) in GARBAGE_BODIES)) throw new Error(`unknown garbage kind ${String(raw.garbage)}`);
-    patch.garbage = raw.garbage === null ? null : (String(raw.garbage) as Garbage);
-  }
-  return patch;
 }
 
 /** Anything but a reply from Redis itself (ioredis' ReplyError) means the server could not be reached. */
@@ -366,14 +361,8 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+function linkUrl(link: Link): string {
+  return `http://127.0.0.1:${link.port}`;
 }
 
 function listen(server: Server): Promise<number> {

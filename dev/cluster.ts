@@ -2,7 +2,7 @@
 import { randomBytes } from "node:crypto";
 import { Bridge } from "./bridge.ts";
 import { TcpProxy } from "./tcp-proxy.ts";
-import { RedisProcess, ensureRedisServer, freePort } from "./redis-server.ts";
+import { RedisProcess, ensureRedisServer, freeServerPort } from "./redis-server.ts";
 
 /** How to reach one node of the local cluster. */
 export interface ClusterNode {
@@ -70,7 +70,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   try {
     await Promise.all(
       Array.from({ length: count }, async (_, index) => {
-        const server = new RedisProcess(binary, await freePort());
+        const server = new RedisProcess(binary, await freeServerPort());
         servers[index] = server;
         await server.start();
         const bridge = new Bridge({ redisPort: server.port, token });

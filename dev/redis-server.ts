@@ -38,6 +38,39 @@ function findRedisServer(): string | undefined {
   return undefined;
 }
 
+/**
+ * A free TCP port on 127.0.0.1 for a server that will be killed and restarted on the same port: below
+ * the kernel's ephemeral range where possible, so that while the server is down no outgoing connection
+ * (the bridges and clients open hundreds) can be given its port and block the restart.
+ */
+export async function freeServerPort(): Promise<number> {
+  const ephemeralLow = ephemeralRangeStart();
+  if (ephemeralLow !== undefined && ephemeralLow > 20_000) {
+    for (let tries = 0; tries < 50; tries++) {
+      const port = 10_000 + Math.floor(Math.random() * (ephemeralLow - 10_000));
+      if (await canListen(port)) return port;
+    }
+  }
+  return freePort();
+}
+
+function ephemeralRangeStart(): number | undefined {
+  try {
+    const low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+    return Number.isInteger(low) ? low : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
 /** Asks the kernel for a free TCP port on 127.0.0.1. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -78,10 +111,13 @@ export class RedisProcess {
     const child = spawn(
       this.binary,
       ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no", "--loglevel", "warning"],
-      { stdio: ["ignore", "ignore", "pipe"] },
+      { stdio: ["ignore", "pipe", "pipe"] },
     );
+    // redis-server logs to stdout (e.g. "Could not create server TCP listening socket"): keep both for the error.
     let stderr = "";
-    child.stderr?.on("data", (chunk) => (stderr += String(chunk)));
+    const keep = (chunk: unknown) => (stderr = (stderr + String(chunk)).slice(-2_000));
+    child.stdout?.on("data", keep);
+    child.stderr?.on("data", keep);
     this.#child = child;
     const exited = new Promise<never>((_, reject) =>
       child.once("exit", (code) => reject(new Error(`redis-server on port ${this.port} exited (${code}): ${stderr.trim()}`))),

@@ -15,8 +15,29 @@ export interface Transport<C> {
   many(commands: C[], signal: AbortSignal): Promise<Outcome[]>;
 }
 
-/** Sends one command through a batcher: resolves with its reply, rejects with its error or its signal's reason. */
+/** Sends one command through a batcher: resolves with its reply, rejects with its error or {@link Abandoned}. */
 export type Send<C> = (command: C, signal: AbortSignal) => Promise<unknown>;
+
+/**
+ * Why a command that stopped waiting rejected, while its request still runs (it shares a pipeline request
+ * with commands that still wait, or its client cannot be cancelled): `landed` resolves once that request
+ * is over, so whoever cleans up after the command knows when it can no longer land.
+ * @example
+ * catch (error) { if (error instanceof Abandoned) await error.landed; }
+ */
+export class Abandoned extends Error {
+  readonly reason: unknown;
+  readonly landed: Promise<void>;
+  constructor(reason: unknown, landed: Promise<void>) {
+    super("stopped waiting; the request still runs");
+    this.name = "Abandoned";
+    this.reason = reason;
+    this.landed = landed;
+  }
+}
+
+/** At most this many commands in one pipeline request (a semaphore's command carries every slot key). */
+export const MAX_BATCH = 64;
 
 /** A batch goes out after this many microtask hops in a row brought no new request... */
 const QUIET_HOPS = 2;
@@ -73,18 +94,25 @@ function flush<C>(transport: Transport<C>, batch: Member<C>[]): void {
     if (member.signal.aborted) member.reject(member.signal.reason);
     return !member.signal.aborted;
   });
-  if (live.length === 0) return;
+  for (let i = 0; i < live.length; i += MAX_BATCH) send(transport, live.slice(i, i + MAX_BATCH));
+}
+
+function send<C>(transport: Transport<C>, live: Member<C>[]): void {
   if (live.length === 1) {
     const [member] = live;
     transport.one(member.command, member.signal).then(member.resolve, member.reject);
     return;
   }
   const request = new AbortController();
+  let end: () => void = () => {};
+  const over = new Promise<void>((resolve) => (end = resolve));
   let waiting = live.length;
   const detach = live.map((member) => {
     const stop = () => {
-      member.reject(member.signal.reason);
-      if (--waiting === 0) request.abort(new DOMException("every request of the batch stopped waiting", "AbortError"));
+      if (--waiting === 0) {
+        request.abort(new DOMException("every request of the batch stopped waiting", "AbortError"));
+        member.reject(member.signal.reason);
+      } else member.reject(new Abandoned(member.signal.reason, over)); // its command still runs with the others
     };
     member.signal.addEventListener("abort", stop, { once: true });
     return () => member.signal.removeEventListener("abort", stop);
@@ -92,7 +120,7 @@ function flush<C>(transport: Transport<C>, batch: Member<C>[]): void {
   transport.many(
     live.map((member) => member.command),
     request.signal,
-  ).then(
+  ).finally(end).then(
     (outcomes) => {
       detach.forEach((undo) => undo());
       const whole = Array.isArray(outcomes) && outcomes.length === live.length;

@@ -59,7 +59,8 @@ export interface AttemptTally {
 export type FailureReason = "held" | "unreachable" | "expired" | "lost" | "released";
 
 /**
- * The lock was not acquired after every attempt. Each failed attempt was released on every node that
+ * The lock (or a semaphore's permit) was not acquired after every attempt; `reason` `held` means the
+ * lock is held by someone else (for a semaphore: every permit is held), `retryAfterMs` when it may free up. Each failed attempt was released on every node that
  * may hold it (a node where that release fails keeps the key until its ttl; nobody holds it).
  * @example
  * try { await redlock.acquire(["k"], 5_000); }
@@ -69,12 +70,11 @@ export class LockAcquisitionError extends RedlockError {
   readonly reason: FailureReason;
   readonly resources: readonly string[];
   readonly attempts: AttemptTally[];
-  constructor(resources: readonly string[], attempts: AttemptTally[]) {
+  constructor(resources: readonly string[], attempts: AttemptTally[], what: "lock" | "permit" = "lock") {
     const last = attempts[attempts.length - 1];
     const reason = failureReason(last);
-    super(
-      `could not acquire a lock on ${resources.length} resource(s) after ${attempts.length} attempt(s): ${describe(reason, last)}`,
-    );
+    const subject = what === "permit" ? "a permit of a semaphore" : `a lock on ${resources.length} resource(s)`;
+    super(`could not acquire ${subject} after ${attempts.length} attempt(s): ${describe(reason, last, what)}`);
     this.reason = reason;
     this.resources = resources;
     this.attempts = attempts;
@@ -120,7 +120,7 @@ function failureReason(tally: AttemptTally): FailureReason {
   return tally.errors > nodes - quorum ? "unreachable" : "held";
 }
 
-function describe(reason: FailureReason, tally: AttemptTally): string {
+function describe(reason: FailureReason, tally: AttemptTally, what: "lock" | "permit" = "lock"): string {
   const counts = `${tally.granted} granted, ${tally.denied} denied, ${tally.errors} errors of ${tally.votes.length} nodes`;
   if (reason === "expired") return `quorum reached too late (${counts}, validity ${Math.round(tally.validityMs)} ms)`;
   if (reason === "unreachable") {
@@ -128,7 +128,7 @@ function describe(reason: FailureReason, tally: AttemptTally): string {
     return `quorum unreachable (${counts}; ${causes.join("; ")})`;
   }
   if (reason === "lost") return `its keys are gone from the nodes (${counts})`;
-  return `held by another holder (${counts})`;
+  return what === "permit" ? `every permit is held (${counts})` : `held by another holder (${counts})`;
 }
 
 function holderPttl(tally: AttemptTally | undefined): number | undefined {

@@ -97,7 +97,7 @@ async function evalScript(redis: Pick<ScriptClient, "eval">, script: Script, key
     try {
       return await redis.eval(script.lua, keys, args);
     } catch (error) {
-      if (!rejectsKeyLocking(error)) throw error;
+      if (!rejectsKeyLocking(errorText(error))) throw error;
       return await redis.eval(withoutKeyLocking(script.lua), keys, args);
     }
   } catch (error) {

@@ -15,6 +15,8 @@
  */
 export { Redlock, type NodeInput } from "./redlock.ts";
 export { Lock, type ReleaseResult } from "./lock.ts";
+export { MAX_PERMITS, Permit, Semaphore } from "./semaphore.ts";
+export type { Inspection, NodeInspection, SemaphoreInspection } from "./inspect.ts";
 export { DEFAULTS, MAX_TTL, type AcquireOptions, type RedlockOptions, type UsingOptions } from "./options.ts";
 export { keepLock, type KeepOptions, type Keeper } from "./keeper.ts";
 export {
@@ -29,7 +31,7 @@ export {
 } from "./errors.ts";
 export { MissingConfigurationError, envNames, nodesFromEnv, type EnvOptions } from "./env.ts";
 export { upstashNode, type NodeConfig, type RedlockNode, type ScriptClient } from "./node.ts";
-export { ACQUIRE, EXTEND, FENCE, FENCED_READ, FENCED_WRITE, RELEASE, type Script } from "./scripts.ts";
+export { ACQUIRE, EXTEND, FENCE, FENCED_ACQUIRE, FENCED_READ, FENCED_WRITE, INSPECT, KEY_LOCKING, RELEASE, SEMAPHORE_ACQUIRE, withoutKeyLocking, type Script } from "./scripts.ts";
 export { FENCE_PREFIX, compareFences, fenceKey, fencedRead, fencedWrite, maxFence, type FencedWriteOptions } from "./fencing.ts";
 export { systemClock, type Clock } from "./clock.ts";
 export { checkNodes, type CheckStatus, type DoctorCheck, type DoctorOptions, type DoctorReport, type NodeHealth } from "./doctor.ts";

@@ -78,6 +78,27 @@ export function keepLock(lock: Lock, options: KeepOptions): Keeper {
   };
 }
 
+/**
+ * Runs `routine` while keeping `lock` (see {@link keepLock}), then stops the keeper and releases the
+ * lock — also when the routine throws. Returns once a quorum answered the release. What `using()` of a
+ * lock and of a semaphore do after acquiring.
+ * @example
+ * return holdWhile(await redlock.acquire(["k"], ttl), routine, { clock, ttl, threshold, signal });
+ */
+export async function holdWhile<L extends Lock, T>(
+  lock: L,
+  routine: (signal: AbortSignal, lock: L) => Promise<T> | T,
+  how: KeepOptions & { signal?: AbortSignal },
+): Promise<T> {
+  const keeper = keepLock(lock, how);
+  try {
+    return await routine(anySignal([keeper.signal, how.signal]), lock);
+  } finally {
+    await keeper.stop();
+    await lock.release();
+  }
+}
+
 /** Sleeps; false when `signal` aborted first. */
 function pause(clock: Clock, ms: number, signal: AbortSignal): Promise<boolean> {
   return clock.sleep(ms, signal).then(

@@ -35,6 +35,8 @@ export interface LockOwner {
 export interface LockState {
   owner: LockOwner;
   value: string;
+  /** The keys the lock holds on the nodes (a permit's slot key; a lock's resources). */
+  keys: readonly string[];
   /** Monotonic time at which validity ends. */
   deadline: number;
   expiresAt: number;
@@ -73,11 +75,12 @@ export class Lock {
    */
   readonly fence: string | undefined;
 
-  constructor(resources: readonly string[], value: string, attempts: number, fence: string | undefined, state: Omit<LockState, "value" | "released">) {
+  /** @internal Made by {@link Redlock.acquire} (or a semaphore); `keys` are the keys on the nodes, `resources` by default. */
+  constructor(resources: readonly string[], value: string, attempts: number, fence: string | undefined, state: Omit<LockState, "value" | "released" | "keys"> & { keys?: readonly string[] }) {
     this.resources = Object.freeze([...resources]);
     this.attempts = attempts;
     this.fence = fence;
-    states.set(this, { ...state, value, released: false });
+    states.set(this, { ...state, keys: Object.freeze([...(state.keys ?? resources)]), value, released: false });
   }
 
   /** The random value that proves ownership on every node (a getter, so logging the lock does not print it). */

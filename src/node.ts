@@ -1,6 +1,6 @@
 // One Redis database: runs a script under a signal and turns whatever happens into a vote.
 import { Redis } from "@upstash/redis/cloudflare";
-import { batching, type Outcome, type Send, type Transport } from "./batch.ts";
+import { Abandoned, batching, type Outcome, type Send, type Transport } from "./batch.ts";
 import { errorText, redact } from "./redact.ts";
 import { rejectsKeyLocking, scriptSha, withoutKeyLocking, type Script } from "./scripts.ts";
 import type { Vote } from "./vote.ts";
@@ -129,17 +129,19 @@ function clientTransport(target: NodeConfig): Transport<EvalCommand> {
         return pipeline.exec({ keepErrors: true });
       }).then(toOutcomes, (error: unknown) => {
         // A reply that is JSON but not a list of results fails inside @upstash/redis with a TypeError.
-        if (!signal.aborted && error instanceof TypeError && /is not a function|Cannot read/.test(error.message)) throw new Error("unexpected pipeline reply");
+        if (!signal.aborted && error instanceof TypeError && /is not a function|Cannot read|Cannot destructure/.test(error.message)) throw new Error("unexpected pipeline reply");
         throw error;
       }),
   };
 }
 
+/** Per command: an error wherever the entry carries one (any value, as for a plain request), else its result. */
 function toOutcomes(replies: unknown): Outcome[] {
   if (!Array.isArray(replies)) throw new Error("unexpected pipeline reply");
-  return replies.map((reply: { error?: unknown; result?: unknown } | null) =>
-    typeof reply?.error === "string" ? { ok: false, error: reply.error } : { ok: true, value: reply?.result },
-  );
+  return replies.map((reply: { error?: unknown; result?: unknown } | null): Outcome => {
+    if (typeof reply !== "object" || reply === null) return { ok: false, error: "unexpected pipeline reply" };
+    return reply.error ? { ok: false, error: typeof reply.error === "string" ? reply.error : "unexpected pipeline reply" } : { ok: true, value: reply.result };
+  });
 }
 
 /**
@@ -149,15 +151,16 @@ function toOutcomes(replies: unknown): Outcome[] {
 async function evalScript(send: Send<EvalCommand>, script: Script, keys: string[], args: string[], signal: AbortSignal, keyLocking: KeyLockingState): Promise<unknown> {
   const flagged = keyLocking.accepted;
   const lua = flagged ? script.lua : withoutKeyLocking(script.lua);
+  // Judge by the database's own error text: @upstash/redis appends the command (keys are user input).
   try {
     return await send({ kind: "evalsha", script: await scriptSha(lua), keys, args }, signal);
   } catch (error) {
-    if (!String((error as Error)?.message).includes("NOSCRIPT")) throw error;
+    if (!errorText(error).startsWith("NOSCRIPT")) throw error;
   }
   try {
     return await send({ kind: "eval", script: lua, keys, args }, signal);
   } catch (error) {
-    if (!flagged || !rejectsKeyLocking(error)) throw error;
+    if (!flagged || !rejectsKeyLocking(errorText(error))) throw error;
     keyLocking.accepted = false;
     return await send({ kind: "eval", script: withoutKeyLocking(script.lua), keys, args }, signal);
   }
@@ -171,10 +174,45 @@ async function evalScript(send: Send<EvalCommand>, script: Script, keys: string[
  * const vote = await castVote(node, ACQUIRE, ["k"], [value, "10000"], signal, [token]);
  */
 export async function castVote(node: RedlockNode, script: Script, keys: string[], args: string[], signal: AbortSignal, secrets: readonly string[] = []): Promise<Vote> {
+  const outcome = await runScript(node, script, keys, args, signal, secrets);
+  if (outcome.ok) return script.vote(outcome.reply);
+  const vote: Vote = { outcome: "error", cause: outcome.cause };
+  if (outcome.landed) landings.set(vote, outcome.landed);
+  return vote;
+}
+
+const landings = new WeakMap<Vote, Promise<void>>();
+
+/**
+ * When the request behind `vote` can no longer land on its node: at once, except for an error vote of a
+ * request that stopped being waited for while it still ran (see {@link Abandoned}): once it is over.
+ * Cleanups wait for it, so a release cannot overtake the request it undoes.
+ * @example
+ * const vote = await castVote(node, ACQUIRE, keys, args, signal);
+ * await landed(vote);
+ */
+export function landed(vote: Vote): Promise<void> {
+  return landings.get(vote) ?? Promise.resolve();
+}
+
+/**
+ * Runs `script` on `node`: its raw reply, or a secret-free cause (as {@link castVote} describes it).
+ * For reads that are not votes (inspection).
+ * @example
+ * const outcome = await runScript(node, INSPECT, ["k"], [], signal, [token]);
+ */
+export async function runScript(
+  node: RedlockNode,
+  script: Script,
+  keys: string[],
+  args: string[],
+  signal: AbortSignal,
+  secrets: readonly string[] = [],
+): Promise<{ ok: true; reply: unknown } | { ok: false; cause: string; landed?: Promise<void> }> {
   try {
-    return script.vote(await node.run(script, keys, args, signal));
+    return { ok: true, reply: await node.run(script, keys, args, signal) };
   } catch (error) {
-    return { outcome: "error", cause: describeFailure(error, signal, [...args, ...secrets]) };
+    return { ok: false, cause: describeFailure(error, signal, [...args, ...secrets]), ...(error instanceof Abandoned ? { landed: error.landed } : {}) };
   }
 }
 
@@ -196,10 +234,15 @@ function isScriptClient(target: NodeConfig | ScriptClient): target is ScriptClie
   return typeof (target as ScriptClient).evalsha === "function" && typeof (target as ScriptClient).eval === "function";
 }
 
+/** Stops waiting when `signal` aborts; the request itself (a user's client cannot be cancelled) runs on. */
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
+    const landed = promise.then(
+      () => undefined,
+      () => undefined,
+    );
+    const onAbort = () => reject(new Abandoned(signal.reason, landed));
     signal.addEventListener("abort", onAbort, { once: true });
     promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });

@@ -166,6 +166,24 @@ export function checkTtl(ttl: unknown, nodeTimeout: number): number {
   return ttl as number;
 }
 
+/**
+ * When auto-extension starts by default: half the ttl left, and never less than nodeTimeout + 50 ms
+ * (an extension round may take up to nodeTimeout).
+ */
+export function defaultThreshold(ttl: number, nodeTimeout: number): number {
+  return Math.max(ttl / 2, Math.min(ttl - 1, nodeTimeout + 50));
+}
+
+/** The checks of `using()` (lock or semaphore): a ttl, a routine, and how the hold is kept. */
+export function checkUsing(ttl: unknown, routine: unknown, options: UsingOptions | undefined, nodeTimeout: number): { maxHold?: number; threshold: number } {
+  checkTtl(ttl, nodeTimeout);
+  if (typeof routine !== "function") throw new InvalidArgumentError("routine", "must be a function");
+  const maxHold = checkDuration("options.maxHold", options?.maxHold, 1);
+  const threshold = checkDuration("options.extendThreshold", options?.extendThreshold, 1) ?? defaultThreshold(ttl as number, nodeTimeout);
+  if (threshold >= (ttl as number)) throw new InvalidArgumentError("options.extendThreshold", `must be below the ttl (${ttl as number} ms)`);
+  return { maxHold, threshold };
+}
+
 /** An optional AbortSignal. */
 export function checkSignal(signal: unknown, where: string): AbortSignal | undefined {
   if (signal === undefined) return undefined;

@@ -12,7 +12,7 @@ export interface RoundOptions {
   /** Each request is cut after this many ms. */
   nodeTimeout: number;
   clock: Clock;
-  /** The caller's signal: aborting it cuts every request of the round. */
+  /** The caller's signal: aborting it before the round is decided cuts every request of the round (after, they run on). */
   signal?: AbortSignal;
   /**
    * When the round is decided, at the latest once every node finished: `outcome` — as soon as a quorum
@@ -44,7 +44,11 @@ export interface Round {
  */
 export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<Round> {
   const { quorum, nodeTimeout, clock, decide: rule, cancelStragglers } = options;
-  const stop = new AbortController();
+  // Cut by the caller's signal until the round is decided, or by the decision itself (cancelStragglers).
+  const cut = new AbortController();
+  const onCallerAbort = () => cut.abort(options.signal?.reason);
+  if (options.signal?.aborted) onCallerAbort();
+  else options.signal?.addEventListener("abort", onCallerAbort, { once: true });
   const votes: (Vote | undefined)[] = new Array(count).fill(undefined);
   let granted = 0;
   let denied = 0;
@@ -54,7 +58,8 @@ export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<
   return new Promise((resolve) => {
     const decide = () => {
       decided = true;
-      if (cancelStragglers) stop.abort(new DOMException("round decided", "AbortError"));
+      options.signal?.removeEventListener("abort", onCallerAbort);
+      if (cancelStragglers) cut.abort(new DOMException("round decided", "AbortError"));
       resolve({
         granted,
         denied,
@@ -70,7 +75,7 @@ export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<
     };
     const settled = Array.from({ length: count }, (_, node) => {
       const deadline = clock.timeout(nodeTimeout);
-      const signal = anySignal([deadline.signal, options.signal, cancelStragglers ? stop.signal : undefined]);
+      const signal = anySignal([deadline.signal, cut.signal]);
       return Promise.resolve()
         .then(() => ask(node, signal))
         .catch((error: unknown): Vote => ({ outcome: "error", cause: String((error as Error)?.name ?? "error") }))

@@ -1,25 +1,21 @@
 // The Redlock algorithm: acquire on a quorum within validity, release everywhere, retry at random.
-import { anySignal, type Clock } from "./clock.ts";
 import { nodesFromEnv, type EnvOptions } from "./env.ts";
-import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, type AttemptTally } from "./errors.ts";
-import { Lock, lockState, type ReleaseResult } from "./lock.ts";
-import { castVote, upstashNode, type NodeConfig, type RedlockNode, type ScriptClient } from "./node.ts";
+import { InvalidArgumentError, type LockExtensionError, type MaxHoldError } from "./errors.ts";
+import { Lock, type ReleaseResult } from "./lock.ts";
+import { upstashNode, type NodeConfig, type RedlockNode, type ScriptClient } from "./node.ts";
 import {
-  checkDuration, checkResources, checkRetry, checkSignal, checkToken, checkTtl, checkUrl, resolveOptions,
+  checkResources, checkToken, checkTtl, checkUrl, checkUsing, defaultThreshold, resolveOptions,
   type AcquireOptions, type RedlockOptions, type ResolvedOptions, type UsingOptions,
 } from "./options.ts";
-import { keepLock } from "./keeper.ts";
-import { fanOut, type Round, type RoundOptions } from "./quorum.ts";
-import { ACQUIRE, EXTEND, FENCE, FENCED_ACQUIRE, RELEASE, type Script } from "./scripts.ts";
+import { holdWhile } from "./keeper.ts";
+import { Rounds } from "./rounds.ts";
+import { inspectResources, type Inspection } from "./inspect.ts";
+import { Semaphore } from "./semaphore.ts";
+import { ACQUIRE, FENCE, FENCED_ACQUIRE } from "./scripts.ts";
 import { fenceKey, maxFence } from "./fencing.ts";
-import { randomUnit, randomValue } from "./token.ts";
-import type { Vote } from "./vote.ts";
 
 /** One database: `{ url, token }`, an `@upstash/redis` `Redis` instance, or a custom {@link RedlockNode}. */
 export type NodeInput = NodeConfig | ScriptClient | RedlockNode;
-
-/** Added to the drift allowance, as the Redlock page does (ms). */
-const DRIFT_FLOOR_MS = 2;
 
 /**
  * The Redlock distributed lock over N independent Redis databases (5 recommended), spoken to over HTTP.
@@ -33,20 +29,14 @@ export class Redlock {
   /** floor(N/2) + 1. */
   readonly quorum: number;
   readonly options: Readonly<ResolvedOptions>;
-  /** The nodes' tokens: taken out of every failure text. */
-  readonly #secrets: readonly string[];
-  readonly #owner = {
-    extend: (lock: Lock, ttl: number) => this.extend(lock, ttl),
-    release: (lock: Lock) => this.release(lock),
-    now: () => this.#clock.now(),
-  };
+  readonly #rounds: Rounds;
 
   constructor(nodes: readonly NodeInput[], options?: RedlockOptions) {
     this.options = Object.freeze(resolveOptions(options));
     const { built, secrets } = toNodes(nodes, this.options.batching);
     this.nodes = Object.freeze(built);
-    this.#secrets = Object.freeze(secrets);
-    this.quorum = Math.floor(this.nodes.length / 2) + 1;
+    this.#rounds = new Rounds(this.nodes, this.options, Object.freeze(secrets));
+    this.quorum = this.#rounds.quorum;
   }
 
   /**
@@ -62,10 +52,6 @@ export class Redlock {
     return new Redlock(nodesFromEnv(env, { nodes }), rest);
   }
 
-  get #clock(): Clock {
-    return this.options.clock;
-  }
-
   /**
    * Takes a lock on all `resources` for `ttl` ms. Each attempt: a fresh random value, the acquire
    * script to every node at once, a decision as soon as the quorum is reached or impossible, and
@@ -79,56 +65,24 @@ export class Redlock {
   async acquire(resources: string | readonly string[], ttl: number, options: AcquireOptions = {}): Promise<Lock> {
     const keys = checkResources(resources);
     checkTtl(ttl, this.options.nodeTimeout);
-    if (typeof options !== "object" || options === null) throw new InvalidArgumentError("options", "must be an object");
-    const signal = checkSignal(options.signal, "options.signal");
+    const policy = this.#rounds.retryPolicy(options);
     if (options.fencing !== undefined && typeof options.fencing !== "boolean") throw new InvalidArgumentError("options.fencing", "must be a boolean");
-    const retry = {
-      retryCount: options.retryCount ?? this.options.retryCount,
-      retryDelay: options.retryDelay ?? this.options.retryDelay,
-      retryJitter: options.retryJitter ?? this.options.retryJitter,
-    };
-    checkRetry(retry, "options");
-    const maxWait = checkDuration("options.maxWait", options.maxWait);
-    const roundKeys = options.fencing ? [...keys, ...keys.map(fenceKey)] : keys;
-    const began = this.#clock.now();
-
-    const tallies: AttemptTally[] = [];
-    const cleanups: Promise<void>[] = [];
-    try {
-      for (let attempt = 1; ; attempt++) {
-        signal?.throwIfAborted();
-        const value = randomValue();
-        const start = this.#clock.now();
-        const grant = await this.#round(options.fencing ? FENCED_ACQUIRE : ACQUIRE, roundKeys, [value, String(ttl), String(keys.length)], { signal, decide: "outcome", cancelStragglers: false });
-        let round = grant;
-        let fence: string | undefined;
-        if (options.fencing && grant.granted >= this.quorum && this.#validity(ttl, start) > 0) {
-          // Fencing: raise the counters to the token on a quorum that still holds the lock (DESIGN §4).
-          // Every grant of FENCED_ACQUIRE carries a counter (a bare grant is an error vote).
-          fence = maxFence(grant.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
-          round = await this.#round(FENCE, roundKeys, [value, fence], { signal, decide: "outcome", cancelStragglers: true });
-        }
-        const validity = this.#validity(ttl, start);
-        if (round.granted >= this.quorum && validity > 0) {
-          return new Lock(keys, value, attempt, fence, {
-            owner: this.#owner,
-            deadline: start + ttl - this.#drift(ttl),
-            expiresAt: this.#clock.epoch() + validity,
-            stragglers: stragglers(grant),
-          });
-        }
-        tallies.push(tally(attempt, round, start, this.#clock.now(), validity));
-        cleanups.push(this.#releaseAfter(new Map(grant.settled.entries()), keys, value));
-        signal?.throwIfAborted();
-        if (retry.retryCount !== -1 && attempt > retry.retryCount) break;
-        const delay = retryDelay(retry.retryDelay, retry.retryJitter);
-        if (maxWait !== undefined && this.#clock.now() + delay - began > maxWait) break;
-        await this.#clock.sleep(delay, signal);
+    const fencing = options.fencing === true;
+    const roundKeys = fencing ? [...keys, ...keys.map(fenceKey)] : keys;
+    const rounds = this.#rounds;
+    return rounds.retrying(keys, policy, async (attempt) => {
+      const grant = await rounds.grant(fencing ? FENCED_ACQUIRE : ACQUIRE, roundKeys, (value) => [value, String(ttl), String(keys.length)], policy.signal);
+      let round = grant.round;
+      let fence: string | undefined;
+      if (fencing && rounds.holds(round, ttl, grant.start)) {
+        // Fencing: raise the counters to the token on a quorum that still holds the lock (DESIGN §4).
+        // Every grant of FENCED_ACQUIRE carries a counter (a bare grant is an error vote).
+        fence = maxFence(round.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
+        round = await rounds.round(FENCE, roundKeys, [grant.value, fence], { signal: policy.signal, decide: "outcome", cancelStragglers: true });
       }
-    } finally {
-      await Promise.all(cleanups);
-    }
-    throw new LockAcquisitionError(keys, tallies);
+      if (rounds.holds(round, ttl, grant.start)) return { held: new Lock(keys, grant.value, attempt, fence, rounds.held(grant, ttl)) };
+      return rounds.failed(attempt, round, grant, ttl, keys);
+    });
   }
 
   /**
@@ -153,19 +107,9 @@ export class Redlock {
     routine: (signal: AbortSignal, lock: Lock) => Promise<T> | T,
     options: UsingOptions = {},
   ): Promise<T> {
-    checkTtl(ttl, this.options.nodeTimeout);
-    if (typeof routine !== "function") throw new InvalidArgumentError("routine", "must be a function");
-    const maxHold = checkDuration("options.maxHold", options?.maxHold, 1);
-    const threshold = checkDuration("options.extendThreshold", options?.extendThreshold, 1) ?? this.defaultThreshold(ttl);
-    if (threshold >= ttl) throw new InvalidArgumentError("options.extendThreshold", `must be below the ttl (${ttl} ms)`);
+    const keep = checkUsing(ttl, routine, options, this.options.nodeTimeout);
     const lock = await this.acquire(resources, ttl, options);
-    const keeper = keepLock(lock, { clock: this.#clock, ttl, threshold, maxHold });
-    try {
-      return await routine(anySignal([keeper.signal, options.signal]), lock);
-    } finally {
-      await keeper.stop();
-      await lock.release();
-    }
+    return holdWhile(lock, routine, { clock: this.options.clock, ttl, ...keep, signal: options?.signal });
   }
 
   /**
@@ -175,7 +119,30 @@ export class Redlock {
    * redlock.defaultThreshold(10_000); // 5000
    */
   defaultThreshold(ttl: number): number {
-    return Math.max(ttl / 2, Math.min(ttl - 1, this.options.nodeTimeout + 50));
+    return defaultThreshold(ttl, this.options.nodeTimeout);
+  }
+
+  /**
+   * A semaphore over the same nodes and options: at most `limit` holders of `key` at once
+   * (1 ≤ limit ≤ 100). Each slot is a mutex of its own, so it never over-admits (docs/SAFETY.md).
+   * @throws {InvalidArgumentError} for a bad key or limit.
+   * @example
+   * const uploads = redlock.semaphore("uploads", 3);
+   * await uploads.using(10_000, async (signal) => upload(file, { signal }));
+   */
+  semaphore(key: string, limit: number): Semaphore {
+    return new Semaphore(key, limit, this.#rounds);
+  }
+
+  /**
+   * Who holds `resources`, read from every node without taking anything (never counted as a vote): per
+   * node, held or not, its PTTL or why it gave no answer; whether one holder holds them on a quorum; and
+   * how long until a quorum of nodes would let them go.
+   * @example
+   * const { heldByQuorum, freeInMs, nodes } = await redlock.inspect(["orders:42"]);
+   */
+  inspect(resources: string | readonly string[]): Promise<Inspection> {
+    return inspectResources(this.#rounds, checkResources(resources));
   }
 
   /**
@@ -189,23 +156,8 @@ export class Redlock {
    * const { released, pending } = await redlock.release(lock);
    * ctx.waitUntil(pending);
    */
-  async release(lock: Lock): Promise<ReleaseResult> {
-    const state = lockState(lock);
-    state.released = true;
-    state.expiresAt = Math.min(state.expiresAt, this.#clock.epoch());
-    const keys = [...lock.resources];
-    // Acquire replies still out now may land after this release.
-    const late = new Map(state.stragglers);
-    state.stragglers.clear();
-    const round = await this.#round(RELEASE, keys, [state.value], { decide: "answered", cancelStragglers: false });
-    const running = round.votes.filter((vote) => vote.outcome === "unanswered").map((vote) => round.settled[vote.node]);
-    const followUps = [...late].map(async ([node, acquired]) => {
-      // Where this release deleted the keys, the acquire had run before it: nothing can land after.
-      if ((await round.settled[node]).outcome === "granted") return;
-      if ((await acquired).outcome !== "denied") await this.#ask(node, RELEASE, keys, [state.value]);
-    });
-    const pending = Promise.all([...running, ...followUps]).then(() => undefined);
-    return { released: round.granted, errors: round.errors, votes: round.votes, pending };
+  release(lock: Lock): Promise<ReleaseResult> {
+    return this.#rounds.release(lock);
   }
 
   /**
@@ -217,59 +169,11 @@ export class Redlock {
    * @example
    * await redlock.extend(lock, 10_000);
    */
-  async extend(lock: Lock, ttl: number): Promise<Lock> {
-    const state = lockState(lock);
-    checkTtl(ttl, this.options.nodeTimeout);
-    const keys = [...lock.resources];
-    if (state.released) throw new LockExtensionError(keys, undefined, "released");
-    const start = this.#clock.now();
-    if (start >= state.deadline) throw new LockExtensionError(keys);
-    // Stragglers run on (they move the expiry on the other nodes too). None can outlive a release:
-    // the script only lengthens a key that still holds the value.
-    const round = await this.#round(EXTEND, keys, [state.value, String(ttl)], { decide: "outcome", cancelStragglers: false });
-    if (state.released) throw new LockExtensionError(keys, undefined, "released");
-    const validity = this.#validity(ttl, start);
-    if (round.granted < this.quorum || validity <= 0) {
-      throw new LockExtensionError(keys, tally(1, round, start, this.#clock.now(), validity));
-    }
-    state.deadline = start + ttl - this.#drift(ttl);
-    state.expiresAt = this.#clock.epoch() + validity;
-    return lock;
-  }
-
-  #drift(ttl: number): number {
-    return ttl * this.options.driftFactor + DRIFT_FLOOR_MS;
-  }
-
-  #validity(ttl: number, start: number): number {
-    return ttl - (this.#clock.now() - start) - this.#drift(ttl);
-  }
-
-  #round(script: Script, keys: string[], args: string[], how: Pick<RoundOptions, "signal" | "decide" | "cancelStragglers">): Promise<Round> {
-    return fanOut(this.nodes.length, (node, signal) => castVote(this.nodes[node], script, keys, args, signal, this.#secrets), {
-      quorum: this.quorum,
-      nodeTimeout: this.options.nodeTimeout,
-      clock: this.#clock,
-      ...how,
-    });
-  }
-
-  #ask(node: number, script: Script, keys: string[], args: string[]): Promise<Vote> {
-    const deadline = this.#clock.timeout(this.options.nodeTimeout);
-    return castVote(this.nodes[node], script, keys, args, deadline.signal, this.#secrets).finally(deadline.clear);
-  }
-
-  /** Releases each node once its outstanding acquire reply is in, except nodes that denied (they set nothing). */
-  #releaseAfter(acquired: Map<number, Promise<Vote>>, keys: string[], value: string): Promise<void> {
-    return Promise.all(
-      [...acquired].map(async ([node, vote]) => {
-        if ((await vote).outcome !== "denied") await this.#ask(node, RELEASE, keys, [value]);
-      }),
-    ).then(() => undefined);
+  extend(lock: Lock, ttl: number): Promise<Lock> {
+    return this.#rounds.extend(lock, ttl);
   }
 }
 
-/** The nodes as the lock uses them, and the tokens of those it builds (to keep out of failure texts). */
 function toNodes(nodes: readonly NodeInput[], batching: boolean): { built: RedlockNode[]; secrets: string[] } {
   if (!Array.isArray(nodes) || nodes.length === 0) throw new InvalidArgumentError("nodes", "must hold at least one node");
   const identities = new Set<string>();
@@ -287,28 +191,4 @@ function toNodes(nodes: readonly NodeInput[], batching: boolean): { built: Redlo
     return upstashNode({ url: (node as NodeConfig).url, token }, { batching });
   });
   return { built, secrets };
-}
-
-function retryDelay(delay: number, jitter: number): number {
-  return Math.max(0, delay + (2 * randomUnit() - 1) * jitter);
-}
-
-function tally(attempt: number, round: Round, start: number, end: number, validity: number): AttemptTally {
-  const { granted, denied, errors, votes } = round;
-  return { attempt, granted, denied, errors, elapsedMs: end - start, validityMs: validity, votes };
-}
-
-/**
- * Per node, the acquire reply still out when the round was decided; an entry leaves once its reply is
- * in (the acquire ran before any later release was sent). Release undoes the entries left at its call.
- */
-function stragglers(round: Round): Map<number, Promise<Vote>> {
-  const late = new Map<number, Promise<Vote>>();
-  for (const vote of round.votes) {
-    if (vote.outcome !== "unanswered") continue;
-    const reply = round.settled[vote.node];
-    late.set(vote.node, reply);
-    void reply.then(() => late.delete(vote.node));
-  }
-  return late;
 }

@@ -10,7 +10,7 @@ import type { Vote } from "./vote.ts";
  * const vote = ACQUIRE.vote([1]); // { outcome: "granted" }
  */
 export interface Script {
-  readonly name: "acquire" | "release" | "extend" | "fence" | "fenced-write" | "fenced-read";
+  readonly name: "acquire" | "release" | "extend" | "fence" | "fenced-write" | "fenced-read" | "semaphore-acquire" | "inspect";
   readonly lua: string;
   vote(reply: unknown): Vote;
 }
@@ -41,14 +41,13 @@ export function withoutKeyLocking(lua: string): string {
 }
 
 /**
- * Whether a node's error says it does not accept the key-locking flag
- * (Redis 7: `ERR Unexpected flag in script shebang: allow-key-locking`).
+ * Whether a node's error text (the database's words, without the command `@upstash/redis` appends) says
+ * it does not accept the key-locking flag (Redis 7: `ERR Unexpected flag in script shebang: allow-key-locking`).
  * @example
- * if (rejectsKeyLocking(error)) useScriptsWithoutTheFlag();
+ * if (rejectsKeyLocking(errorText(error))) useScriptsWithoutTheFlag();
  */
-export function rejectsKeyLocking(error: unknown): boolean {
-  const text = String((error as Error | undefined)?.message ?? error);
-  return /unexpected flag/i.test(text) && text.includes(KEY_LOCKING_FLAG);
+export function rejectsKeyLocking(text: string): boolean {
+  return /^ERR Unexpected flag in script shebang: /i.test(text) && text.includes(KEY_LOCKING_FLAG);
 }
 
 /** Lua: is decimal string a greater than decimal string b (both canonical, no leading zeros)? */
@@ -159,6 +158,53 @@ for i = 1, n do
 end
 return {1}`,
   vote: grantOrRefuse,
+};
+
+/**
+ * KEYS[1..limit] a semaphore's slots; ARGV[1] value, ARGV[2] ttl ms, ARGV[3] the slot to take (1-based).
+ * Takes that slot where it is free (`{1}`); otherwise refuses with the soonest expiry among the held
+ * slots and the slots free on this node, 0-based (`{0, pttl, {free…}}`), so the next attempt can pick
+ * a slot free on a quorum. Every slot is a Redlock mutex of its own (docs/SAFETY.md, "Semaphores").
+ */
+export const SEMAPHORE_ACQUIRE: Script = {
+  name: "semaphore-acquire",
+  lua: `${KEY_LOCKING}local slot = tonumber(ARGV[3])
+if redis.call("EXISTS", KEYS[slot]) == 0 then
+  redis.call("SET", KEYS[slot], ARGV[1], "PX", ARGV[2])
+  return {1}
+end
+local free, soonest = {}, -1
+for i = 1, #KEYS do
+  local pttl = redis.call("PTTL", KEYS[i])
+  if pttl == -2 then free[#free + 1] = i - 1
+  elseif pttl >= 0 and (soonest == -1 or pttl < soonest) then soonest = pttl end
+end
+return {0, soonest, free}`,
+  vote(reply) {
+    if (Array.isArray(reply) && reply.length === 1 && reply[0] === 1) return { outcome: "granted" };
+    if (Array.isArray(reply) && reply.length === 3 && reply[0] === 0 && isInteger(reply[1]) && reply[1] >= -1 && Array.isArray(reply[2]) && reply[2].every((slot) => isInteger(slot) && slot >= 0)) {
+      return { outcome: "denied", pttl: reply[1], free: reply[2] as number[] };
+    }
+    return unexpected(reply);
+  },
+};
+
+/**
+ * Read-only (`no-writes`): for each key, `{value, pttl}` where it is set, else 0. Never a vote: what
+ * {@link Redlock.inspect} and a semaphore's inspect read.
+ */
+export const INSPECT: Script = {
+  name: "inspect",
+  lua: `#!lua flags=no-writes,allow-key-locking
+local out = {}
+for i = 1, #KEYS do
+  local value = redis.call("GET", KEYS[i])
+  if value then out[i] = {value, redis.call("PTTL", KEYS[i])} else out[i] = 0 end
+end
+return out`,
+  vote(reply) {
+    return Array.isArray(reply) ? { outcome: "granted" } : unexpected(reply);
+  },
 };
 
 /**

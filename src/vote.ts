@@ -4,14 +4,15 @@
  * One node's answer. `granted`: the script did what was asked on this node. `denied`: the node
  * answered and refused (another value holds a key; `pttl` is its remaining time in ms, -1 when it
  * has no expiry, -2 when the key is absent). A grant from a fencing acquire carries the node's
- * counter as `fence` (a decimal string). `error`: no usable answer (timeout, network, HTTP status, unparsable or unexpected
+ * counter as `fence` (a decimal string). A semaphore's refusal lists the slots that look `free` on that
+ * node (0-based) and its `pttl` is the soonest expiry of a held slot. `error`: no usable answer (timeout, network, HTTP status, unparsable or unexpected
  * reply) — never a vote for.
  * @example
  * const vote: Vote = { outcome: "denied", pttl: 4200 };
  */
 export type Vote =
   | { outcome: "granted"; fence?: string }
-  | { outcome: "denied"; pttl?: number }
+  | { outcome: "denied"; pttl?: number; free?: number[] }
   | { outcome: "error"; cause: string };
 
 /**

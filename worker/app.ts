@@ -3,8 +3,8 @@ import { Redis } from "@upstash/redis/cloudflare";
 import { Hono, type Context } from "hono";
 import { streamText } from "hono/streaming";
 import { env as runtimeEnv } from "hono/adapter";
-import { Redlock, envNames, nodesFromEnv } from "../src/index.ts";
-import { redlock, type RedlockVariables } from "../src/hono.ts";
+import { Redlock, envNames } from "../src/index.ts";
+import { redlock, semaphore, type RedlockVariables, type SemaphoreVariables } from "../src/hono.ts";
 
 /** Stock of an item as the demo stores it: deliberately a JSON blob, read-modify-written. */
 interface Stock {
@@ -28,6 +28,18 @@ const WORK_MS = 30;
 /** Time between two lines of a streamed report (ms). */
 const REPORT_LINE_MS = 100;
 
+/** How long one render works (ms), and how many may run at once. */
+const RENDER_MS = 300;
+const RENDER_LIMIT = 2;
+
+/** One run of `POST /renders/:name`: when it started and ended (epoch ms). */
+interface RenderRun {
+  name: string;
+  slot: number;
+  start: number;
+  end: number;
+}
+
 const stores = new Map<string, Redis>();
 
 /** The app's own state lives in database 1 (`UPSTASH_REDIS_REST_URL_1`). */
@@ -43,10 +55,22 @@ function store(c: Context): Redis {
   return client;
 }
 
-/** Per-node views of a key for the status route. */
-function nodeClients(c: Context): Redis[] {
+const fromEnv = new Map<string, Redlock>();
+
+/** The Redlock the status route reads through: the app's, or one per configuration from the environment. */
+function lockerOf(c: Context, given: AppOptions["redlock"]): Redlock {
+  if (given instanceof Redlock) return given;
+  if (typeof given === "function") return given(c);
   const vars = runtimeEnv(c) as Record<string, unknown>;
-  return nodesFromEnv(vars).map((n) => new Redis({ url: n.url, token: n.token, enableTelemetry: false, retry: { retries: 0 } }));
+  const id = Object.keys(vars).filter((name) => name.startsWith("UPSTASH_REDIS_REST_")).sort().map((name) => `${name}=${String(vars[name])}`).join("\n");
+  let redlock = fromEnv.get(id);
+  if (!redlock) fromEnv.set(id, (redlock = Redlock.fromEnv(vars)));
+  return redlock;
+}
+
+/** The most runs that overlapped in time. */
+function mostAtOnce(runs: RenderRun[]): number {
+  return Math.max(0, ...runs.map((run) => runs.filter((other) => other.start <= run.start && run.start < other.end).length));
 }
 
 async function reserve(c: Context, item: string): Promise<Response> {
@@ -72,8 +96,8 @@ export interface AppOptions {
  * @example
  * Deno.serve(createApp().fetch);
  */
-export function createApp(options: AppOptions = {}): Hono<{ Variables: RedlockVariables }> {
-  const app = new Hono<{ Variables: RedlockVariables }>();
+export function createApp(options: AppOptions = {}): Hono<{ Variables: RedlockVariables & SemaphoreVariables }> {
+  const app = new Hono<{ Variables: RedlockVariables & SemaphoreVariables }>();
   const lockOptions = { redlock: options.redlock };
 
   app.get("/", (c) =>
@@ -86,7 +110,9 @@ export function createApp(options: AppOptions = {}): Hono<{ Variables: RedlockVa
         "POST /stock/:item/reserve-unsafe  the same read-modify-write without the lock",
         "POST /jobs/:name/run              run a job exactly once",
         "POST /reports/:name/stream        stream a report line by line; one stream per report at a time (?lines=n)",
-        "GET  /status/:key                 per node: is the key locked, and its PTTL",
+        `POST /renders/:name               a ${RENDER_MS} ms render; at most ${RENDER_LIMIT} at once anywhere (?wait=ms, else 429)`,
+        "GET  /renders                     every render's start and end, and the most that overlapped (DELETE clears)",
+        "GET  /status/:key                 per node: is the key held, by whom (a digest), its PTTL; held by a quorum; free in ms",
       ].join("\n") + "\n",
     ),
   );
@@ -145,21 +171,31 @@ export function createApp(options: AppOptions = {}): Hono<{ Variables: RedlockVa
       }),
   );
 
-  app.get("/status/:key", async (c) => {
-    const key = c.req.param("key");
-    const nodes = await Promise.all(
-      nodeClients(c).map(async (redis, node) => {
-        try {
-          const pttl = await redis.pttl(key);
-          return { node: node + 1, locked: pttl !== -2, pttl };
-        } catch {
-          return { node: node + 1, locked: null, pttl: null, error: "unreachable" };
-        }
-      }),
-    );
-    const locked = nodes.filter((n) => n.locked).length;
-    return c.json({ key, lockedOnMajority: locked >= Math.floor(nodes.length / 2) + 1, nodes });
+  // At most RENDER_LIMIT renders at once, across every isolate: each run records when it started and ended.
+  app.post(
+    "/renders/:name",
+    semaphore("renders", { ...lockOptions, limit: RENDER_LIMIT, ttl: 5_000, wait: (c) => Math.min(Number(c.req.query("wait") ?? 0) || 0, 30_000) }),
+    async (c) => {
+      const start = Date.now();
+      await new Promise((r) => setTimeout(r, RENDER_MS)); // the render
+      c.var.permit.signal.throwIfAborted();
+      const run: RenderRun = { name: c.req.param("name"), slot: c.var.permit.permit.slot, start, end: Date.now() };
+      await store(c).rpush("renders:log", JSON.stringify(run));
+      return c.json(run);
+    },
+  );
+
+  app.get("/renders", async (c) => {
+    const runs = (await store(c).lrange<RenderRun>("renders:log", 0, -1)) ?? [];
+    return c.json({ limit: RENDER_LIMIT, runs: runs.length, mostAtOnce: mostAtOnce(runs), log: runs });
   });
+
+  app.delete("/renders", async (c) => {
+    await store(c).del("renders:log");
+    return c.json({ cleared: true });
+  });
+
+  app.get("/status/:key", async (c) => c.json(await lockerOf(c, options.redlock).inspect(c.req.param("key"))));
 
   app.onError((error, c) => {
     console.error(`demo: ${error.name}: ${error.message}`);

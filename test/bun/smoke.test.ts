@@ -1,6 +1,6 @@
 // Runs under the real `bun`: acquire, contend, release against a real cluster started from dev/.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { nodeAdmin, settle } from "../../dev/admin.ts";
+import { holding, nodeAdmin, settle } from "../../dev/admin.ts";
 import { startCluster, type Cluster } from "../../dev/cluster.ts";
 import { LockAcquisitionError, Redlock } from "../../src/index.ts";
 
@@ -24,13 +24,7 @@ test("acquire, contend, release under Bun", async () => {
   const result = await lock.release();
   expect(result.released).toBeGreaterThanOrEqual(3); // resolved once a quorum answered
   await result.pending;
-  const held = await Promise.all(
-    cluster.nodes.map(async (n) => {
-      const res = await fetch(n.url, { method: "POST", headers: { authorization: `Bearer ${n.token}` }, body: JSON.stringify(["exists", "bun:smoke"]) });
-      return ((await res.json()) as { result: number }).result;
-    }),
-  );
-  expect(held).toEqual([0, 0, 0, 0, 0]);
+  expect(await holding(cluster.nodes, "bun:smoke")).toBe(0);
   const next = await b.acquire(["bun:smoke"], 5_000);
   expect(next.value).not.toBe(lock.value);
   await next.release();

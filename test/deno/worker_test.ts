@@ -1,6 +1,6 @@
 // Runs under the real `deno`: the cluster from dev/ (imported here, in Deno), the library, and the demo app on Deno.serve.
 import assert from "node:assert/strict";
-import { settle, nodeAdmin } from "../../dev/admin.ts";
+import { holding, settle, nodeAdmin } from "../../dev/admin.ts";
 import { startCluster } from "../../dev/cluster.ts";
 import { LockAcquisitionError, Redlock, envNames } from "../../src/index.ts";
 import { createApp } from "../../worker/app.ts";
@@ -26,13 +26,7 @@ Deno.test("edge-redlock under Deno: library and demo app over HTTP", options, as
       const result = await lock.release();
       assert.ok(result.released >= 3); // resolved once a quorum answered
       await result.pending;
-      const held = await Promise.all(
-        cluster.nodes.map(async (n) => {
-          const res = await fetch(n.url, { method: "POST", headers: { authorization: `Bearer ${n.token}` }, body: JSON.stringify(["exists", "deno:lib"]) });
-          return ((await res.json()) as { result: number }).result;
-        }),
-      );
-      assert.deepEqual(held, [0, 0, 0, 0, 0]);
+      assert.equal(await holding(cluster.nodes, "deno:lib"), 0);
     });
 
     await t.step("await using releases at scope exit", async () => {
@@ -50,6 +44,29 @@ Deno.test("edge-redlock under Deno: library and demo app over HTTP", options, as
       const statuses = await Promise.all(responses.map(async (r) => (await r.body?.cancel(), r.status)));
       assert.deepEqual(statuses.sort(), [200, 200, 200, 409, 409, 409, 409]);
       assert.deepEqual(await (await fetch(`${base}/stock/deno-widget`)).json(), { count: 0, reserved: 3, orders: 3, oversold: 0 });
+    });
+
+    await t.step("semaphore: at most its limit at once, in the library and on the demo's render route over HTTP", async () => {
+      const redlock = new Redlock(cluster.nodes, { retryDelay: 30, retryJitter: 20 });
+      let inside = 0;
+      let most = 0;
+      await Promise.all(
+        Array.from({ length: 5 }, () =>
+          redlock.semaphore("deno:sem", 2).using(5_000, async () => {
+            most = Math.max(most, ++inside);
+            await new Promise((r) => setTimeout(r, 80));
+            inside--;
+          }, { retryCount: -1, maxWait: 10_000 }),
+        ),
+      );
+      assert.equal(most, 2);
+      await (await fetch(`${base}/renders`, { method: "DELETE" })).body?.cancel();
+      const responses = await Promise.all(Array.from({ length: 4 }, (_, i) => fetch(`${base}/renders/deno${i}?wait=15000`, { method: "POST" })));
+      const statuses = await Promise.all(responses.map(async (r) => (await r.body?.cancel(), r.status)));
+      assert.deepEqual(statuses, [200, 200, 200, 200]);
+      const log = (await (await fetch(`${base}/renders`)).json()) as { runs: number; mostAtOnce: number };
+      assert.equal(log.runs, 4);
+      assert.equal(log.mostAtOnce, 2);
     });
 
     await t.step("busy → 423 with Retry-After", async () => {

@@ -1,20 +1,9 @@
 // Runs in vitest's edge-runtime environment (@edge-runtime/vm: the Vercel Edge globals).
 import { describe, expect, inject, it } from "vitest";
-import { nodeAdmin, settle } from "../../dev/admin.ts";
+import { holding, nodeAdmin, settle } from "../../dev/admin.ts";
 import { LockAcquisitionError, Redlock } from "../../src/index.ts";
 
 const nodes = inject("clusterNodes");
-
-/** How many nodes hold `key`, asked over each bridge's REST API. */
-const holding = async (key: string) =>
-  (
-    await Promise.all(
-      nodes.map(async (n) => {
-        const res = await fetch(n.url, { method: "POST", headers: { authorization: `Bearer ${n.token}` }, body: JSON.stringify(["exists", key]) });
-        return ((await res.json()) as { result: number }).result;
-      }),
-    )
-  ).reduce((a, b) => a + b, 0);
 
 describe("inside the Vercel Edge runtime", () => {
   it("runs in the edge VM (EdgeRuntime is defined)", () => {
@@ -34,7 +23,7 @@ describe("inside the Vercel Edge runtime", () => {
     const result = await lock.release();
     expect(result.released).toBeGreaterThanOrEqual(3); // resolved once a quorum answered
     await result.pending;
-    expect(await holding("edge:lib")).toBe(0);
+    expect(await holding(nodes, "edge:lib")).toBe(0);
     const again = await redlock.acquire(["edge:lib"], 5_000);
     await again.release();
   });

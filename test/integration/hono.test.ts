@@ -166,15 +166,18 @@ describe("redlock() middleware in Node", () => {
     expect(await env.tcp[0].get("job:nightly:runs")).toBe("1");
   });
 
-  it("status shows, per node, whether a key is locked and its PTTL", async () => {
+  it("status (redlock.inspect) shows, per node, whether a key is held, by whom and for how long", async () => {
     const lock = await new Redlock(env.nodes).acquire(["lock:status"], 9_000);
     await settle(env);
-    const body = (await (await createApp().request("/status/lock:status")).json()) as { lockedOnMajority: boolean; nodes: { locked: boolean; pttl: number }[] };
-    expect(body.lockedOnMajority).toBe(true);
+    const body = (await (await createApp().request("/status/lock:status")).json()) as { heldByQuorum: boolean; freeInMs: number; nodes: { held: boolean; pttl: number; holder: string }[] };
+    expect(body.heldByQuorum).toBe(true);
+    expect(body.freeInMs).toBeGreaterThan(8_000);
     for (const node of body.nodes) {
-      expect(node.locked).toBe(true);
+      expect(node.held).toBe(true);
       expect(node.pttl).toBeGreaterThan(8_000);
+      expect(node.holder).toBe(body.nodes[0].holder);
     }
+    expect(JSON.stringify(body)).not.toContain(lock.value);
     await lock.release();
   });
 });

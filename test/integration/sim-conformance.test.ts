@@ -2,7 +2,7 @@
 // redis-server (the real scripts) and on a SimNode, and requires the same replies and the same keys.
 import { describe, expect, it } from "vitest";
 import type { Script } from "../../src/scripts.ts";
-import { ACQUIRE, EXTEND, FENCED_ACQUIRE, RELEASE, withoutKeyLocking } from "../../src/scripts.ts";
+import { ACQUIRE, EXTEND, FENCED_ACQUIRE, INSPECT, RELEASE, SEMAPHORE_ACQUIRE, withoutKeyLocking } from "../../src/scripts.ts";
 import { SimNode } from "../sim/sim-node.ts";
 import { VirtualClock } from "../sim/virtual-clock.ts";
 import { useCluster } from "./fixture.ts";
@@ -33,12 +33,17 @@ const cases: [string, Setup, Op][] = [
   ["release mine", { a: { value: MINE, ttl: 4000 } }, { script: RELEASE, keys: ["a"], args: [MINE] }],
   ["release another's", { a: { value: OTHER, ttl: 4000 } }, { script: RELEASE, keys: ["a"], args: [MINE] }],
   ["release two keys, one mine", { a: { value: MINE, ttl: 4000 }, b: { value: OTHER, ttl: 4000 } }, { script: RELEASE, keys: ["a", "b"], args: [MINE] }],
+  ["semaphore: take a free slot", {}, { script: SEMAPHORE_ACQUIRE, keys: ["a", "b"], args: [MINE, "5000", "2"] }],
+  ["semaphore: the slot is held; the other is free", { a: { value: OTHER, ttl: 3000 } }, { script: SEMAPHORE_ACQUIRE, keys: ["a", "b"], args: [MINE, "5000", "1"] }],
+  ["semaphore: full, the soonest expiry reported", { a: { value: OTHER, ttl: 3000 }, b: { value: MINE, ttl: 1500 } }, { script: SEMAPHORE_ACQUIRE, keys: ["a", "b"], args: [MINE, "5000", "2"] }],
+  ["inspect: one key set, one free", { a: { value: OTHER, ttl: 3000 } }, { script: INSPECT, keys: ["a", "b"], args: [] }],
 ];
 
 /** Replies with PTTLs bucketed and fences replaced (Redis' TIME and clock differ from the simulator's). */
 function normalize(reply: unknown): unknown {
   if (!Array.isArray(reply)) return reply;
-  if (reply[0] === 0 && typeof reply[1] === "number") return [0, reply[1] < 0 ? reply[1] : "pttl"];
+  if (reply[0] === 0 && typeof reply[1] === "number") return [0, reply[1] < 0 ? reply[1] : "pttl", ...reply.slice(2)];
+  if (reply.some((entry) => Array.isArray(entry))) return reply.map((entry) => (Array.isArray(entry) ? [entry[0], "pttl"] : entry));
   if (reply[0] === 1 && reply.length === 2) return [1, "fence"];
   return reply;
 }

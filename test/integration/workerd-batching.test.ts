@@ -60,7 +60,13 @@ describe("batching inside workerd", () => {
     results.forEach((r, i) => expect(JSON.parse(r.body)).toMatchObject(i % 3 === 0 ? { gaveUp: expect.any(Number) } : { locked: 4 }));
     await new Promise((r) => setTimeout(r, 100));
     expect(logs.filter((line) => line.includes(CROSS_REQUEST))).toEqual([]);
-    for (const tcp of env.tcp) expect(await tcp.keys("concurrent-*")).toEqual([]);
+    for (const tcp of env.tcp) {
+      const left = await tcp.keys("concurrent-*");
+      // Requests that finished normally released everything. One that gave up mid-request may leave a
+      // key that landed after its cleanup (the documented residue): it expires within its ttl.
+      expect(left.filter((key) => Number(/^concurrent-(\d+):/.exec(key)?.[1]) % 3 !== 0)).toEqual([]);
+      for (const key of left) expect(await tcp.pttl(key)).toBeLessThanOrEqual(5_000);
+    }
   });
 
   it("acquiring and releasing 20 uncontended locks in one invocation costs 10 subrequests", async () => {

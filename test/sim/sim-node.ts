@@ -8,7 +8,7 @@ import type { VirtualClock } from "./virtual-clock.ts";
 export type SimMode = "up" | "down" | "hang" | "garbage";
 
 export interface SimRequest {
-  script: Script["name"];
+  script: Script["name"] | "naive-semaphore";
   keys: string[];
   sentAt: number;
   /** When the script ran on the node (undefined: never ran). */
@@ -34,6 +34,8 @@ export class SimNode implements RedlockNode {
   clockSkewMs = 0;
   /** Fence counters: never expire, survive crashes (the node keeps its data). */
   readonly counters = new Map<string, bigint>();
+  /** The naive semaphore's holders per key (value → expiry), for the negative control. */
+  readonly #admitted = new Map<string, Map<string, number>>();
   #store = new Map<string, { value: string; expiresAt: number }>();
   #clock: VirtualClock;
 
@@ -65,7 +67,7 @@ export class SimNode implements RedlockNode {
     return [...this.#store.keys()].filter((key) => this.get(key) !== undefined);
   }
 
-  run(script: Script, keys: string[], args: string[], signal: AbortSignal): Promise<unknown> {
+  run(script: Script | { name: "naive-semaphore" }, keys: string[], args: string[], signal: AbortSignal): Promise<unknown> {
     const request: SimRequest = { script: script.name, keys, sentAt: this.#clock.now() };
     this.requests.push(request);
     const latency = typeof this.latency === "function" ? this.latency(request) : this.latency;
@@ -91,9 +93,34 @@ export class SimNode implements RedlockNode {
     });
   }
 
-  #execute(name: Script["name"], keys: string[], args: string[]): unknown {
+  #execute(name: SimRequest["script"], keys: string[], args: string[]): unknown {
     const [value, ttlText] = args;
     const ttl = Number(ttlText);
+    if (name === "semaphore-acquire") {
+      const slot = Number(args[2]) - 1;
+      if (this.get(keys[slot]) === undefined) {
+        this.set(keys[slot], value, ttl);
+        return [1];
+      }
+      const free: number[] = [];
+      let soonest = -1;
+      keys.forEach((key, i) => {
+        const pttl = this.pttl(key);
+        if (pttl === -2) free.push(i);
+        else if (pttl >= 0 && (soonest === -1 || pttl < soonest)) soonest = pttl;
+      });
+      return [0, soonest, free];
+    }
+    if (name === "inspect") return keys.map((key) => (this.get(key) === undefined ? 0 : [this.get(key), this.pttl(key)]));
+    if (name === "naive-semaphore") {
+      // Negative control: admit while fewer than ARGV[3] holders are live on this node (per-node counting).
+      const holders = this.#admitted.get(keys[0]) ?? new Map<string, number>();
+      this.#admitted.set(keys[0], holders);
+      for (const [holder, until] of holders) if (until <= this.#clock.now()) holders.delete(holder);
+      if (holders.size >= Number(args[2])) return [0, Math.min(...holders.values()) - this.#clock.now()];
+      holders.set(value, this.#clock.now() + ttl);
+      return [1];
+    }
     if (name === "acquire") {
       const n = Number(args[2] ?? keys.length);
       const resources = keys.slice(0, n);

@@ -1,7 +1,7 @@
 // The batcher's rules with a scripted transport: what goes out together, what alone, and who stops waiting.
 // test/integration/batching.test.ts checks the same through @upstash/redis against real Redis.
 import { describe, expect, it } from "vitest";
-import { batching, type Outcome, type Transport } from "../../src/batch.ts";
+import { Abandoned, batching, type Outcome, type Transport } from "../../src/batch.ts";
 
 interface Call {
   kind: "one" | "many";
@@ -71,19 +71,33 @@ describe("batching", () => {
     expect(calls.map((c) => [c.kind, c.commands])).toEqual([["one", ["a"]], ["one", ["b"]]]);
   });
 
-  it("a member whose signal aborts stops waiting at once; the others keep the request and get their replies", async () => {
+  it("a member whose signal aborts stops waiting at once, told when the request it still rides in is over; the others get their replies", async () => {
     const { transport, calls, answer } = scripted({ hold: true });
     const send = batching(transport);
     const quitter = new AbortController();
-    const a = settled(send("a", quitter.signal));
+    const a = send("a", quitter.signal).catch((e: unknown) => e);
     const b = settled(send("b", live()));
     await new Promise((r) => setTimeout(r, 0)); // the batch is out, its reply held back
     expect(calls).toHaveLength(1);
     quitter.abort(new Error("gave up"));
-    expect(await a).toEqual({ error: new Error("gave up") });
+    const abandoned = (await a) as Abandoned;
+    expect(abandoned).toBeInstanceOf(Abandoned);
+    expect(abandoned.reason).toEqual(new Error("gave up"));
     expect(calls[0].signal.aborted).toBe(false);
+    let over = false;
+    void abandoned.landed.then(() => (over = true));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(over).toBe(false); // its command still rides in the request
     answer();
     expect(await b).toEqual({ value: "reply:b" });
+    await abandoned.landed;
+  });
+
+  it("splits a turn's commands into pipeline requests of at most MAX_BATCH commands", async () => {
+    const { transport, calls } = scripted();
+    const send = batching(transport);
+    await Promise.all(Array.from({ length: 150 }, (_, i) => send(String(i), live())));
+    expect(calls.map((c) => c.commands.length)).toEqual([64, 64, 22]);
   });
 
   it("cuts the pipeline request when every member has stopped waiting", async () => {
@@ -96,7 +110,10 @@ describe("batching", () => {
     expect(calls[0].signal.aborted).toBe(false);
     controllers[1].abort(new Error("second"));
     expect(calls[0].signal.aborted).toBe(true);
-    expect(await Promise.all(replies)).toEqual([{ error: new Error("first") }, { error: new Error("second") }]);
+    const [first, second] = (await Promise.all(replies)) as { error: unknown }[];
+    expect(first.error).toBeInstanceOf(Abandoned); // the request still ran when it gave up
+    expect((first.error as Abandoned).reason).toEqual(new Error("first"));
+    expect(second).toEqual({ error: new Error("second") }); // the last one cut it: nothing rides on
   });
 
   it("leaves out members that aborted before the batch went out, and sends nothing when none is left", async () => {

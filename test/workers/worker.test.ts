@@ -1,23 +1,13 @@
 // Runs inside workerd: the demo worker and the library itself, against the real cluster.
 import { exports } from "cloudflare:workers";
 import { describe, expect, inject, it } from "vitest";
-import { nodeAdmin, settle } from "../../dev/admin.ts";
+import { holding, nodeAdmin, settle } from "../../dev/admin.ts";
 import { LockAcquisitionError, Redlock } from "../../src/index.ts";
 
 const nodes = inject("clusterNodes");
 const admins = nodes.map((n) => nodeAdmin(n.adminUrl));
 const worker = (path: string, init?: RequestInit) => exports.default.fetch(new Request(`http://demo${path}`, init));
 
-/** How many nodes hold `key`, asked over each bridge's REST API. */
-const holding = async (key: string) =>
-  (
-    await Promise.all(
-      nodes.map(async (n) => {
-        const res = await fetch(n.url, { method: "POST", headers: { authorization: `Bearer ${n.token}` }, body: JSON.stringify(["exists", key]) });
-        return ((await res.json()) as { result: number }).result;
-      }),
-    )
-  ).reduce((a, b) => a + b, 0);
 
 describe("inside workerd", () => {
   it("the library acquires, contends, extends and releases with Web Crypto, fetch and AbortSignal.timeout", async () => {
@@ -31,7 +21,7 @@ describe("inside workerd", () => {
     const result = await lock.release();
     expect(result.released).toBeGreaterThanOrEqual(3); // resolved once a quorum answered
     await result.pending;
-    expect(await holding("wd:lib")).toBe(0);
+    expect(await holding(nodes, "wd:lib")).toBe(0);
   });
 
   it("await using releases at scope exit", async () => {
@@ -54,7 +44,7 @@ describe("inside workerd", () => {
     } finally {
       await admins[0].reset();
     }
-    expect(await holding("wd:hung")).toBe(0); // the hung node's acquire was cut before it ran
+    expect(await holding(nodes, "wd:hung")).toBe(0); // the hung node's acquire was cut before it ran
   });
 
   it("N concurrent reservations on stock S < N: exactly S succeed, the rest wait then see sold out", async () => {
@@ -111,6 +101,17 @@ describe("inside workerd", () => {
     // Released after the body ended: the lock's ttl is 2 s, so getting it within 1.5 s proves it was released.
     const lock = await new Redlock(nodes).acquire(["lock:report:wd-stream"], 2_000, { maxWait: 1_500, retryDelay: 50, retryJitter: 25 });
     await lock.release();
+  });
+
+  it("a semaphore route: concurrent renders across requests of the isolate, never more than 2 at once; status reads through inspect", async () => {
+    await worker("/renders", { method: "DELETE" });
+    const responses = await Promise.all(Array.from({ length: 5 }, (_, i) => worker(`/renders/wd${i}?wait=15000`, { method: "POST" })));
+    expect(responses.map((r) => r.status)).toEqual(Array(5).fill(200));
+    const log = (await (await worker("/renders")).json()) as { runs: number; mostAtOnce: number };
+    expect(log).toMatchObject({ runs: 5, mostAtOnce: 2 });
+    const status = (await (await worker("/status/nothing-here")).json()) as { heldByQuorum: boolean; freeInMs: number; nodes: unknown[] };
+    expect(status).toMatchObject({ heldByQuorum: false, freeInMs: 0 });
+    expect(status.nodes).toHaveLength(5);
   });
 
   it("handler throws → the lock is released", async () => {

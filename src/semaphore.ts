@@ -1,0 +1,152 @@
+// A counting semaphore over the lock's nodes: `limit` slots, each a Redlock mutex; a permit is one slot.
+import { InvalidArgumentError } from "./errors.ts";
+import { inspectSlots, type SemaphoreInspection } from "./inspect.ts";
+import { holdWhile } from "./keeper.ts";
+import { Lock, type LockState } from "./lock.ts";
+import { RESERVED_PREFIX, checkResources, checkTtl, checkUsing, type AcquireOptions, type UsingOptions } from "./options.ts";
+import type { Round } from "./quorum.ts";
+import type { Attempt, Rounds } from "./rounds.ts";
+import { SEMAPHORE_ACQUIRE } from "./scripts.ts";
+import { randomUnit } from "./token.ts";
+
+/** The most permits a semaphore may have: every request carries all its slot keys. */
+export const MAX_PERMITS = 100;
+
+/**
+ * One permit of a {@link Semaphore}: a lock on one of its slots. It behaves like a {@link Lock}
+ * (`release()`, `extend(ttl)`, `validityMs`, `expiresAt`, `await using`); `resources` is the semaphore's key.
+ * @example
+ * await using permit = await semaphore.acquire(10_000);
+ * console.log(permit.slot, permit.validityMs);
+ */
+export class Permit extends Lock {
+  /** The semaphore's key. */
+  readonly semaphore: string;
+  /** Which of the `limit` slots this permit holds (0-based). */
+  readonly slot: number;
+
+  /** @internal Made by {@link Semaphore.acquire}. */
+  constructor(semaphore: string, slot: number, value: string, attempts: number, state: Omit<LockState, "value" | "released">) {
+    super([semaphore], value, attempts, undefined, state);
+    this.semaphore = semaphore;
+    this.slot = slot;
+  }
+
+  /** Keeps the value out of `JSON.stringify` and logs. */
+  override toJSON(): { resources: readonly string[]; expiresAt: number; semaphore: string; slot: number } {
+    return { ...super.toJSON(), semaphore: this.semaphore, slot: this.slot };
+  }
+}
+
+/**
+ * At most `limit` holders at once, across every process, isolate and region that shares the nodes.
+ * Made by {@link Redlock.semaphore}. Sound for every `limit`: each of the `limit` slots is a Redlock
+ * mutex, and a permit is a lock on one slot, so two valid permits never share a slot. (Counting holders
+ * per node and calling a permit valid on a majority over-admits: docs/SAFETY.md, "Semaphores".)
+ * @example
+ * const renders = redlock.semaphore("renders", 2);
+ * const pdf = await renders.using(30_000, async (signal) => render(job, { signal }));
+ */
+export class Semaphore {
+  readonly key: string;
+  readonly limit: number;
+  readonly #rounds: Rounds;
+  readonly #slots: string[];
+
+  /** @internal Made by {@link Redlock.semaphore}. */
+  constructor(key: string, limit: number, rounds: Rounds) {
+    const [checked] = checkResources(key);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS) throw new InvalidArgumentError("limit", `must be an integer from 1 to ${MAX_PERMITS}`);
+    this.key = checked;
+    this.limit = limit;
+    this.#rounds = rounds;
+    this.#slots = Array.from({ length: limit }, (_, slot) => `${RESERVED_PREFIX}semaphore:${checked}:${slot}`);
+  }
+
+  /**
+   * Takes a permit for `ttl` ms: one slot, locked on a quorum within validity, like a lock. The first
+   * try takes a random slot; a refusal tells which slots look free on each node: when another slot is
+   * free on a quorum, it is tried at once (at most `limit` tries an attempt); otherwise the attempt fails
+   * as full and the next one, after the retry delay, picks the slot free on the most nodes. One request
+   * per node per try.
+   * @throws {InvalidArgumentError} before any request, for bad arguments.
+   * @throws {LockAcquisitionError} when every attempt failed: `reason` `held` means every permit is held
+   * (`retryAfterMs`: when the soonest held permit expires, as the nodes reported it), `unreachable` too
+   * many nodes gave no answer.
+   * @example
+   * const permit = await semaphore.acquire(10_000, { maxWait: 5_000 });
+   * try { await callUpstream(); } finally { await permit.release(); }
+   */
+  async acquire(ttl: number, options: AcquireOptions = {}): Promise<Permit> {
+    const rounds = this.#rounds;
+    checkTtl(ttl, rounds.options.nodeTimeout);
+    const policy = rounds.retryPolicy(options);
+    if (options.fencing) throw new InvalidArgumentError("options.fencing", "is not available for semaphore permits");
+    let slot = Math.floor(randomUnit() * this.limit);
+    return rounds.retrying(
+      [this.key],
+      policy,
+      async (attempt): Promise<Attempt<Permit>> => {
+        const tried = new Set<number>();
+        const cleanups: Promise<void>[] = [];
+        for (;;) {
+          const take = slot;
+          tried.add(take);
+          const grant = await rounds.grant(SEMAPHORE_ACQUIRE, this.#slots, (value) => [value, String(ttl), String(take + 1)], policy.signal);
+          if (rounds.holds(grant.round, ttl, grant.start)) {
+            return { held: new Permit(this.key, take, grant.value, attempt, { ...rounds.held(grant, ttl), keys: [this.#slots[take]] }) };
+          }
+          const failure = rounds.failed(attempt, grant.round, grant, ttl, [this.#slots[take]]);
+          cleanups.push(failure.cleanup);
+          const next = freeSlot(grant.round, this.limit, rounds.quorum, tried);
+          slot = next.slot;
+          if (!next.onQuorum || policy.signal?.aborted) return { failed: failure.failed, cleanup: Promise.all(cleanups).then(() => undefined) };
+        }
+      },
+      "permit",
+    );
+  }
+
+  /**
+   * Runs `routine` while holding a permit: acquires, extends automatically, releases at the end — also
+   * when the routine throws — exactly as {@link Redlock.using} does for a lock.
+   * @example
+   * const answer = await semaphore.using(10_000, async (signal) => fetch(upstream, { signal }));
+   */
+  async using<T>(ttl: number, routine: (signal: AbortSignal, permit: Permit) => Promise<T> | T, options: UsingOptions = {}): Promise<T> {
+    const keep = checkUsing(ttl, routine, options, this.#rounds.options.nodeTimeout);
+    const permit = await this.acquire(ttl, options);
+    return holdWhile(permit, routine, { clock: this.#rounds.clock, ttl, ...keep, signal: options?.signal });
+  }
+
+  /**
+   * How many permits a quorum holds now, and when the soonest of them expires — read from every node
+   * without taking anything.
+   * @example
+   * const { held, limit } = await semaphore.inspect();
+   */
+  inspect(): Promise<SemaphoreInspection> {
+    return inspectSlots(this.#rounds, this.key, this.#slots);
+  }
+}
+
+/**
+ * The slot to try next: one free on the most nodes as their refusals reported (a random one among the
+ * best), preferring slots not tried yet; `onQuorum` when an untried slot is free on a quorum (try it now).
+ */
+function freeSlot(round: Round, limit: number, quorum: number, tried: Set<number>): { slot: number; onQuorum: boolean } {
+  const free = new Array<number>(limit).fill(0);
+  for (const vote of round.votes) {
+    if (vote.outcome !== "denied") continue;
+    for (const slot of vote.free ?? []) if (slot < limit) free[slot]++;
+  }
+  const pick = (slots: number[]) => {
+    const best = Math.max(...slots.map((slot) => free[slot]));
+    const candidates = slots.filter((slot) => free[slot] === best);
+    return { slot: candidates[Math.floor(randomUnit() * candidates.length)], count: best };
+  };
+  const untried = free.flatMap((_, slot) => (tried.has(slot) ? [] : [slot]));
+  const fresh = untried.length > 0 ? pick(untried) : undefined;
+  if (fresh && fresh.count >= quorum) return { slot: fresh.slot, onQuorum: true };
+  return { slot: pick(free.map((_, slot) => slot)).slot, onQuorum: false };
+}
