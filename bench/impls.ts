@@ -7,91 +7,10 @@ import NodeRedlock from "redlock";
 import { RedlockMutex } from "redis-semaphore";
 import type { ClusterNode } from "../dev/cluster.ts";
 import { ACQUIRE, CLIENT_SETTINGS, RELEASE, Redlock, scriptShaOf, type RedlockOptions } from "./lib.ts";
+import { decide, retryFor, type Impl, type ImplOptions } from "./impl-kit.ts";
 
-export interface Held {
-  release(): Promise<unknown>;
-}
-
-/** One implementation under test. `acquire` resolves with a handle, or rejects when not acquired. */
-export interface Impl {
-  name: string;
-  acquire(key: string, ttl: number, options?: { wait?: number }): Promise<Held>;
-  close(): Promise<void>;
-}
-
-export interface ImplOptions {
-  nodeTimeout: number;
-  retryDelay: number;
-  retryJitter: number;
-}
-
-/** The physical floor: raw fetch carrying the same scripts to the same bridges, fanned out and decided the same way. */
-export async function floorImpl(nodes: ClusterNode[], options: ImplOptions, { loadScripts = true } = {}): Promise<Impl> {
-  const [acquireSha, releaseSha] = await Promise.all([scriptShaOf(ACQUIRE.lua), scriptShaOf(RELEASE.lua)]);
-  const quorum = Math.floor(nodes.length / 2) + 1;
-  const call = (node: ClusterNode, body: unknown[]) => {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), options.nodeTimeout);
-    return fetch(node.url, { method: "POST", headers: { authorization: `Bearer ${node.token}` }, body: JSON.stringify(body), signal: controller.signal })
-      .then((r) => r.json() as Promise<{ result?: unknown }>)
-      .finally(() => clearTimeout(timer));
-  };
-  for (const node of loadScripts ? nodes : []) {
-    await call(node, ["script", "load", ACQUIRE.lua]);
-    await call(node, ["script", "load", RELEASE.lua]);
-  }
-  const once = async (key: string, ttl: number): Promise<string> => {
-    const v = crypto.randomUUID();
-    const grants = nodes.map((node) =>
-      call(node, ["evalsha", acquireSha, 1, key, v, ttl]).then((r) => Array.isArray(r.result) && r.result.length === 1 && r.result[0] === 1, () => false),
-    );
-    await decide(grants, quorum, () => release(key, v));
-    return v;
-  };
-  const release = (key: string, v: string) => Promise.all(nodes.map((node) => call(node, ["evalsha", releaseSha, 1, key, v]).catch(() => null)));
-  return {
-    name: "floor",
-    acquire: (key, ttl, { wait = 0 } = {}) =>
-      retryFor(wait, options, async () => {
-        const v = await once(key, ttl);
-        return { release: () => release(key, v) };
-      }),
-    close: async () => {},
-  };
-}
-
-/** Resolves once `quorum` grants are in; once that cannot happen any more, starts `undo` and rejects. */
-function decide(grants: Promise<boolean>[], quorum: number, undo: () => unknown): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let yes = 0;
-    let no = 0;
-    for (const grant of grants) {
-      void grant.then((granted) => {
-        if (granted) yes++;
-        else no++;
-        if (yes === quorum) resolve();
-        if (no === grants.length - quorum + 1) {
-          void undo();
-          reject(new Error("not acquired"));
-        }
-      });
-    }
-  });
-}
-
-/** Tries `attempt` until it succeeds or the next try would start after `wait` ms, sleeping retryDelay ± retryJitter. */
-async function retryFor(wait: number, options: ImplOptions, attempt: () => Promise<Held>): Promise<Held> {
-  const deadline = performance.now() + wait;
-  for (;;) {
-    try {
-      return await attempt();
-    } catch (error) {
-      const delay = options.retryDelay + (Math.random() * 2 - 1) * options.retryJitter;
-      if (performance.now() + delay > deadline) throw error;
-      await new Promise((r) => setTimeout(r, delay));
-    }
-  }
-}
+export { floorImpl } from "./floor.ts";
+export type { Held, Impl, ImplOptions } from "./impl-kit.ts";
 
 /**
  * `@upstash/redis` called directly with the floor's fan-out and decision, from the same entry point and
@@ -129,8 +48,9 @@ export async function upstashDirectImpl(nodes: ClusterNode[], options: ImplOptio
   };
 }
 
-export function edgeRedlockImpl(nodes: ClusterNode[], options: ImplOptions, name = "edge-redlock", extra: RedlockOptions = {}): Impl {
-  const redlock = new Redlock(nodes, { nodeTimeout: options.nodeTimeout, retryDelay: options.retryDelay, retryJitter: options.retryJitter, ...extra });
+/** This library; `RedlockClass` lets the A/B in `bench/previous.ts` run an earlier version beside it. */
+export function edgeRedlockImpl(nodes: ClusterNode[], options: ImplOptions, name = "edge-redlock", extra: RedlockOptions = {}, RedlockClass: typeof Redlock = Redlock): Impl {
+  const redlock = new RedlockClass(nodes, { nodeTimeout: options.nodeTimeout, retryDelay: options.retryDelay, retryJitter: options.retryJitter, ...extra });
   return {
     name,
     async acquire(key, ttl, { wait = 0 } = {}) {
@@ -152,6 +72,7 @@ export function nodeRedlockImpl(nodes: ClusterNode[], options: ImplOptions): Imp
   redlock.on("error", () => {});
   return {
     name: "node-redlock",
+    tcp: true,
     // The same retry loop as the floor's (node-redlock's own retries keep one value across attempts).
     acquire: (key, ttl, { wait = 0 } = {}) =>
       retryFor(wait, options, async () => {
@@ -178,6 +99,7 @@ export function redisSemaphoreImpl(nodes: ClusterNode[], options: ImplOptions): 
   });
   return {
     name: "redis-semaphore",
+    tcp: true,
     acquire: (key, ttl, { wait = 0 } = {}) =>
       retryFor(wait, options, async () => {
         const mutex = new RedlockMutex(clients, key, { lockTimeout: ttl, acquireAttemptsLimit: 1, refreshInterval: 0, onLockLost: () => {} });

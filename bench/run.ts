@@ -1,22 +1,31 @@
-// `npm run bench [-- --quick]`: every implementation against the same local five-node cluster, in one run.
+// `npm run bench [-- --quick]`: every implementation against the same local five-node cluster, in one run:
+// healthy (with an A/B against the previous library version), slow-minority, hung-node, contention,
+// throughput (with a batched floor), many-locks and wan; then the targets judged on this run's figures.
 import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { Redis as IORedis } from "ioredis";
-import { nodeAdmin } from "../dev/admin.ts";
 import { spawnCluster } from "../dev/cluster-process.ts";
+import { bridgesOf } from "./bridges.ts";
 import { edgeRedlockImpl, floorImpl, nodeRedlockImpl, redisSemaphoreImpl, upstashLockImpl, type Impl, type ImplOptions } from "./impls.ts";
+import { previousImpl } from "./previous.ts";
+import { addRatios, render, type Result, type Results } from "./report.ts";
 import { percentile, round, table } from "./stats.ts";
+import { verdicts } from "./targets.ts";
+import { applyWan, roundTripImpl } from "./wan.ts";
 
 const quick = process.argv.includes("--quick");
+/** `--only=healthy,hung-node`: run just those scenarios (while working on one; the README's table is from a whole run). */
+const only = process.argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length).split(",");
 const SIZE = quick
-  ? { healthy: 60, slow: 12, hung: 5, contentionMs: 2_000, throughputMs: 2_000 }
-  : { healthy: 600, slow: 60, hung: 15, contentionMs: 12_000, throughputMs: 8_000 };
+  ? { healthy: 60, slow: 12, hung: 5, contentionMs: 2_000, throughputMs: 2_000, manyLocks: 10, wanRounds: 2, wanCycles: 15 }
+  : { healthy: 600, slow: 60, hung: 15, contentionMs: 12_000, throughputMs: 8_000, manyLocks: 60, wanRounds: 4, wanCycles: 50 };
+/** Locks taken at once in the many-locks scenario. */
+const MANY = 20;
 const TTL = 10_000;
 const HUNG_CAP_MS = 1_500;
 const OPTIONS: ImplOptions = { nodeTimeout: 500, retryDelay: 200, retryJitter: 100 };
 
-type Result = { acquireP50Ms?: number; healthyAcquireP50Ms?: number; p50Ms?: number; p99Ms?: number; cpuUsPerCycle?: number; opsPerSec?: number; idleGapP50Ms?: number; idleGapP99Ms?: number; requestsPerGrant?: number; releaseP50Ms?: number; releaseP99Ms?: number; capped?: number; note?: string };
-const results: Record<string, Record<string, Result>> = {};
+const results: Results = {};
 const record = (scenario: string, impl: string, result: Result) => ((results[scenario] ??= {})[impl] = result);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -25,7 +34,8 @@ const started = performance.now();
 // The cluster runs in its own process, so the client CPU measured here is the clients' alone.
 const cluster = await spawnCluster({ nodes: 5, tcpProxy: true });
 const nodes = cluster.nodes;
-const admins = nodes.map((n) => nodeAdmin(n.adminUrl));
+const bridges = bridgesOf(nodes);
+const admins = bridges.admins;
 const direct = nodes.map((n) => new IORedis(n.redisUrl));
 
 const impls: Impl[] = [
@@ -36,9 +46,24 @@ const impls: Impl[] = [
   redisSemaphoreImpl(nodes, OPTIONS),
 ];
 const tuned = edgeRedlockImpl(nodes, { ...OPTIONS, retryDelay: 30, retryJitter: 25 }, "edge-redlock-tuned");
+const floorBatched = await floorImpl(nodes, OPTIONS, { batching: true });
+// The A/B of the healthy scenario: the library before issue 10, in this process.
+const previous = await previousImpl(nodes, OPTIONS);
+if (typeof previous === "string") process.stdout.write(previous + "\n");
+const withPrevious = typeof previous === "string" ? impls : [...impls.slice(0, 2), previous, ...impls.slice(2)];
+const byName = (name: string) => impls.find((impl) => impl.name === name)!;
 
 async function resetFaults(): Promise<void> {
-  await Promise.all(admins.map((a) => a.reset()));
+  await bridges.clearFaults();
+}
+
+/** HTTP requests the bridges received during `run`, its stragglers included (undefined for the TCP implementations). */
+async function countingRequests<T>(impl: Impl, run: () => Promise<T>): Promise<{ value: T; received?: number }> {
+  if (impl.tcp) return { value: await run() };
+  await bridges.settle();
+  await bridges.resetCounters();
+  const value = await run();
+  return { value, received: await bridges.received() };
 }
 
 /** Redis commands processed on all five nodes (minus the INFO calls that read it). */
@@ -61,26 +86,41 @@ async function healthy(all: Impl[]): Promise<void> {
   for (const impl of all) await warm(impl, quick ? 30 : 100);
   const samples = perImpl<number[]>(all, () => []);
   const acquires = perImpl<number[]>(all, () => []);
+  const releases = perImpl<number[]>(all, () => []);
   const cpu = perImpl(all, () => 0);
+  const requests = perImpl(all, () => 0);
   const rounds = quick ? 4 : 12;
   for (let r = 0; r < rounds; r++) {
     for (const impl of inRoundOrder(all, r)) {
-      const before = process.cpuUsage();
-      for (let i = 0; i < SIZE.healthy / rounds; i++) {
-        const t = performance.now();
-        const held = await impl.acquire(`healthy:${impl.name}:${r}:${i}`, TTL);
-        acquires.get(impl.name)!.push(performance.now() - t);
-        await held.release();
-        samples.get(impl.name)!.push(performance.now() - t);
-      }
-      const used = process.cpuUsage(before);
-      cpu.set(impl.name, cpu.get(impl.name)! + used.user + used.system);
+      const { received } = await countingRequests(impl, async () => {
+        const before = process.cpuUsage();
+        for (let i = 0; i < SIZE.healthy / rounds; i++) {
+          const t = performance.now();
+          const held = await impl.acquire(`healthy:${impl.name}:${r}:${i}`, TTL);
+          const acquired = performance.now();
+          acquires.get(impl.name)!.push(acquired - t);
+          await held.release();
+          const end = performance.now();
+          releases.get(impl.name)!.push(end - acquired);
+          samples.get(impl.name)!.push(end - t);
+        }
+        const used = process.cpuUsage(before);
+        cpu.set(impl.name, cpu.get(impl.name)! + used.user + used.system);
+      });
+      if (received !== undefined) requests.set(impl.name, requests.get(impl.name)! + received);
     }
   }
   for (const impl of all) {
     const s = samples.get(impl.name)!;
     const a = acquires.get(impl.name)!;
-    record("healthy", impl.name, { p50Ms: percentile(s, 50), p99Ms: percentile(s, 99), acquireP50Ms: percentile(a, 50), cpuUsPerCycle: cpu.get(impl.name)! / s.length });
+    record("healthy", impl.name, {
+      acquireP50Ms: percentile(a, 50),
+      p50Ms: percentile(s, 50),
+      p99Ms: percentile(s, 99),
+      releaseP50Ms: percentile(releases.get(impl.name)!, 50),
+      cpuUsPerCycle: cpu.get(impl.name)! / s.length,
+      ...(impl.tcp ? {} : { requestsPerCycle: requests.get(impl.name)! / s.length }),
+    });
   }
 }
 
@@ -182,79 +222,150 @@ async function contention(impl: Impl): Promise<void> {
   await sleep(200);
 }
 
-async function throughput(impl: Impl): Promise<void> {
-  const deadline = performance.now() + SIZE.throughputMs;
-  const samples: number[] = [];
+/**
+ * 32 workers, each running acquire+release cycles on distinct keys back to back. Interleaved rounds (order
+ * alternating) of SIZE.throughputMs / rounds each, so a slow spell of this shared machine hits all alike.
+ */
+async function throughput(all: Impl[]): Promise<void> {
+  const rounds = 4;
+  const samples = perImpl<number[]>(all, () => []);
+  const requests = perImpl(all, () => 0);
   let n = 0;
-  const worker = async (w: number) => {
-    while (performance.now() < deadline) {
-      const t = performance.now();
-      await (await impl.acquire(`tp:${impl.name}:${w}:${n++}`, TTL)).release();
-      samples.push(performance.now() - t);
+  for (let r = 0; r < rounds; r++) {
+    for (const impl of inRoundOrder(all, r)) {
+      const { received } = await countingRequests(impl, async () => {
+        const deadline = performance.now() + SIZE.throughputMs / rounds;
+        const worker = async (w: number) => {
+          while (performance.now() < deadline) {
+            const t = performance.now();
+            await (await impl.acquire(`tp:${impl.name}:${w}:${n++}`, TTL)).release();
+            samples.get(impl.name)!.push(performance.now() - t);
+          }
+        };
+        await Promise.all(Array.from({ length: 32 }, (_, w) => worker(w)));
+      });
+      if (received !== undefined) requests.set(impl.name, requests.get(impl.name)! + received);
     }
-  };
-  await Promise.all(Array.from({ length: 32 }, (_, w) => worker(w)));
-  record("throughput", impl.name, { opsPerSec: samples.length / (SIZE.throughputMs / 1000), p50Ms: percentile(samples, 50), p99Ms: percentile(samples, 99) });
+  }
+  for (const impl of all) {
+    const s = samples.get(impl.name)!;
+    record("throughput", impl.name, {
+      opsPerSec: s.length / (SIZE.throughputMs / 1000),
+      p50Ms: percentile(s, 50),
+      p99Ms: percentile(s, 99),
+      ...(impl.tcp ? {} : { requestsPerCycle: requests.get(impl.name)! / s.length }),
+    });
+  }
 }
 
+/** 20 distinct keys acquired with Promise.all, then released with Promise.all; one cycle at a time. */
+async function manyLocks(impl: Impl): Promise<void> {
+  const all = (c: string) => Array.from({ length: MANY }, (_, k) => `many:${impl.name}:${c}:${k}`);
+  for (let w = 0; w < 3; w++) await Promise.all((await Promise.all(all(`warm${w}`).map((key) => impl.acquire(key, TTL)))).map((h) => h.release()));
+  const cycles: number[] = [];
+  const acquires: number[] = [];
+  const { received } = await countingRequests(impl, async () => {
+    for (let c = 0; c < SIZE.manyLocks; c++) {
+      const t = performance.now();
+      const held = await Promise.all(all(String(c)).map((key) => impl.acquire(key, TTL)));
+      acquires.push(performance.now() - t);
+      await Promise.all(held.map((h) => h.release()));
+      cycles.push(performance.now() - t);
+    }
+  });
+  record("many-locks", impl.name, {
+    acquireP50Ms: percentile(acquires, 50),
+    p50Ms: percentile(cycles, 50),
+    p99Ms: percentile(cycles, 99),
+    ...(received === undefined ? {} : { requestsPerCycle: received / cycles.length }),
+  });
+}
+
+/**
+ * Acquire and acquire+release under the WAN profile, one cycle at a time, in interleaved rounds. Before
+ * each implementation's turn in a round the nodes' PRNGs restart from that round's seed, so every
+ * implementation meets the same delays; its stragglers land before the next one starts.
+ */
+async function wan(all: Impl[]): Promise<void> {
+  const acquires = perImpl<number[]>(all, () => []);
+  const cycles = perImpl<number[]>(all, () => []);
+  const requests = perImpl(all, () => 0);
+  for (let r = 0; r < SIZE.wanRounds; r++) {
+    for (const impl of inRoundOrder(all, r)) {
+      // redis-semaphore waits for the farthest node twice a cycle (about 0.5 s): fewer cycles for it.
+      const n = impl.name === "redis-semaphore" ? Math.ceil(SIZE.wanCycles / 3) : SIZE.wanCycles;
+      await applyWan(bridges, 1 + r);
+      const { received } = await countingRequests(impl, async () => {
+        for (let i = 0; i < n; i++) {
+          const t = performance.now();
+          const held = await impl.acquire(`wan:${impl.name}:${r}:${i}`, TTL);
+          acquires.get(impl.name)!.push(performance.now() - t);
+          await held.release();
+          cycles.get(impl.name)!.push(performance.now() - t);
+        }
+      });
+      if (received !== undefined) requests.set(impl.name, requests.get(impl.name)! + received);
+      // The TCP proxies have no in-flight count: wait out the farthest node's round trip and a stall.
+      await sleep(impl.tcp ? 600 : 50);
+    }
+  }
+  await resetFaults();
+  for (const impl of all) {
+    const a = acquires.get(impl.name)!;
+    const c = cycles.get(impl.name)!;
+    record("wan", impl.name, {
+      acquireP50Ms: percentile(a, 50),
+      acquireP99Ms: percentile(a, 99),
+      p50Ms: percentile(c, 50),
+      ...(impl.tcp ? {} : { requestsPerCycle: requests.get(impl.name)! / c.length }),
+    });
+  }
+}
+
+const timings: Record<string, number> = {};
+const timed = async (name: string, run: () => Promise<void>) => {
+  if (only && !only.includes(name)) return;
+  const t = performance.now();
+  await run();
+  timings[name] = round((performance.now() - t) / 1000, 1);
+};
 try {
-  await healthy(impls);
-  await slowMinority(impls);
-  for (const impl of impls) await hungNode(impl);
-  for (const impl of [...impls, tuned]) await contention(impl);
-  for (const impl of impls) await throughput(impl);
+  await timed("healthy", () => healthy(withPrevious));
+  await timed("slow-minority", () => slowMinority(impls));
+  await timed("hung-node", async () => {
+    for (const impl of impls) await hungNode(impl);
+  });
+  await timed("contention", async () => {
+    for (const impl of [...impls, tuned]) await contention(impl);
+  });
+  await timed("throughput", () => throughput([...impls.slice(0, 1), floorBatched, ...impls.slice(1)]));
+  await timed("many-locks", async () => {
+    for (const impl of [...impls.slice(0, 1), floorBatched, ...impls.slice(1)]) await manyLocks(impl);
+  });
+  await timed("wan", () => wan([roundTripImpl(nodes), byName("floor"), byName("edge-redlock"), byName("node-redlock"), byName("upstash-lock"), byName("redis-semaphore")]));
 } finally {
-  await Promise.all([...impls, tuned].map((impl) => impl.close()));
+  await Promise.all([...impls, tuned, floorBatched].map((impl) => impl.close()));
   for (const r of direct) r.disconnect();
   await cluster.stop();
 }
 
-// Ratios of p50 (or ops/s for contention and throughput) to the floor and to node-redlock, from this run.
-for (const [name, scenario] of Object.entries(results)) {
-  const metric = (r: Result) => (name === "contention" || name === "throughput" ? r.opsPerSec : r.p50Ms);
-  for (const r of Object.values(scenario) as (Result & { vsFloor?: number; vsNodeRedlock?: number })[]) {
-    const floor = scenario.floor && metric(scenario.floor);
-    const nr = scenario["node-redlock"] && metric(scenario["node-redlock"]);
-    if (floor && metric(r) !== undefined) r.vsFloor = round(metric(r)! / floor, 3);
-    if (nr && metric(r) !== undefined) r.vsNodeRedlock = round(metric(r)! / nr, 3);
-  }
-}
 
-const rows: (string | number)[][] = [];
-for (const [scenario, byImpl] of Object.entries(results)) {
-  for (const [impl, r] of Object.entries(byImpl) as [string, Result & { vsFloor?: number; vsNodeRedlock?: number }][]) {
-    rows.push([
-      scenario,
-      impl,
-      r.acquireP50Ms ?? "",
-      r.healthyAcquireP50Ms ?? "",
-      r.p50Ms ?? "",
-      r.p99Ms ?? "",
-      r.opsPerSec ?? "",
-      r.cpuUsPerCycle ?? "",
-      r.releaseP50Ms ?? "",
-      r.idleGapP50Ms ?? "",
-      r.idleGapP99Ms ?? "",
-      r.requestsPerGrant ?? "",
-      r.vsFloor ?? "",
-      r.vsNodeRedlock ?? "",
-    ]);
-  }
-}
+addRatios(results);
 const machine = { cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, memoryGiB: round(totalmem() / 2 ** 30, 1), node: process.version, platform: `${process.platform}-${process.arch}` };
+process.stdout.write(render(results) + "\n");
+const judged = verdicts(results);
 process.stdout.write(
-  table(["scenario", "impl", "acquire p50", "baseline p50", "p50 ms", "p99 ms", "ops/s", "cpu µs/cycle", "release p50", "gap p50", "gap p99", "cmds/grant", "×floor", "×node-redlock"], rows) + "\n",
-);
-const healthyEdge = results.healthy?.["edge-redlock"];
-const slowEdge = results["slow-minority"]?.["edge-redlock"];
-const hungEdge = results["hung-node"]?.["edge-redlock"];
-process.stdout.write(
-  `\ntargets (edge-redlock): healthy p50 ${round(healthyEdge.p50Ms! / results.healthy.floor.p50Ms!, 3)}× floor (≤ 1.10); ` +
-    `slow-minority acquire p50 ${round(slowEdge.p50Ms! / slowEdge.healthyAcquireP50Ms!, 3)}× healthy acquire p50 of the same rounds (≤ 1.25; floor ${round(results["slow-minority"].floor.p50Ms! / results["slow-minority"].floor.healthyAcquireP50Ms!, 3)}×); ` +
-    `hung-node release p50 ${round(hungEdge.releaseP50Ms!, 1)} ms (≤ ${OPTIONS.nodeTimeout + 20}); ` +
-    `CPU ${round(healthyEdge.cpuUsPerCycle! / results.healthy.floor.cpuUsPerCycle!, 3)}× floor (≤ 1.10)\n`,
+  "\ntargets (edge-redlock, ratios from this run)\n" +
+    table(["target", "measured", "bound", "met"], judged.map((v) => [v.target, v.value.toFixed(3), v.bound, v.met ? "yes" : "NO"])) +
+    "\n",
 );
 for (const scenario of Object.values(results)) for (const r of Object.values(scenario)) for (const k of Object.keys(r) as (keyof Result)[]) if (typeof r[k] === "number") (r as Record<string, unknown>)[k] = round(r[k] as number, 3);
-writeFileSync("bench/results.json", JSON.stringify({ machine, date: new Date().toISOString(), quick, scenarios: results }, null, 2) + "\n");
-process.stdout.write(`\nwrote bench/results.json (${quick ? "quick" : "full"} run, ${round((performance.now() - started) / 1000, 1)} s)\n`);
+const seconds = round((performance.now() - started) / 1000, 1);
+process.stdout.write(`\nscenario seconds: ${Object.entries(timings).map(([k, v]) => `${k} ${v}`).join(", ")}\n`);
+if (only) {
+  process.stdout.write(`--only: bench/results.json left as it was (${seconds} s)\n`);
+} else {
+  writeFileSync("bench/results.json", JSON.stringify({ machine, date: new Date().toISOString(), quick, seconds, scenarioSeconds: timings, scenarios: results, targets: judged }, null, 2) + "\n");
+  process.stdout.write(`wrote bench/results.json (${quick ? "quick" : "full"} run, ${seconds} s)\n`);
+}
 process.exit(0);

@@ -2,11 +2,13 @@
 // the library, in interleaved rounds. First against the local cluster: per acquire (p50, ms) from the call
 // to the last request handed to fetch, the network part up to the quorum-th reply, and from that reply to
 // the caller holding the lock. Then with fetch answered in-process (no network, no bridge): the client's
-// own time to send the five requests, and its CPU per acquire+release cycle. Bounded: about 40 s.
+// own time to send the five requests, and its CPU per acquire+release cycle. Last, the throughput workload
+// in-process, the library split into core and transport (bench/where-batched.ts). Bounded: about 30 s.
 import { spawnCluster } from "../dev/cluster-process.ts";
 import { edgeRedlockImpl, floorImpl, upstashDirectImpl, type Impl, type ImplOptions } from "./impls.ts";
-import { ACQUIRE, scriptShaOf } from "./lib.ts";
+import { previousImpl } from "./previous.ts";
 import { percentile, table } from "./stats.ts";
+import { batchedSplit } from "./where-batched.ts";
 
 const ROUNDS = 20;
 const PER_ROUND = 50;
@@ -65,15 +67,22 @@ console.log(
   ),
 );
 
-// The same three clients with fetch answered in-process: what each costs on the client alone.
-const acquireSha = await scriptShaOf(ACQUIRE.lua);
+// The same clients, and the library's previous version (the A/B of bench/previous.ts), with fetch answered
+// in-process: what each costs on the client alone.
 globalThis.fetch = (async (_input: RequestInfo | URL, init?: RequestInit) => {
   sent.push(performance.now());
+  // EVALSHA sha numkeys key value ttl [n] is an acquire (every version's), EVALSHA sha numkeys key value a release.
   const command = JSON.parse(String(init?.body)) as unknown[];
-  return Response.json({ result: command[1] === acquireSha ? [1] : 1 });
+  return Response.json({ result: command.length >= 6 ? [1] : 1 });
 }) as typeof fetch;
 const fakeNodes = cluster.nodes.map((node, i) => ({ ...node, url: `http://127.0.0.1:${1 + i}` }));
-const local: Impl[] = [await floorImpl(fakeNodes, OPTIONS, { loadScripts: false }), await upstashDirectImpl(fakeNodes, OPTIONS), edgeRedlockImpl(fakeNodes, OPTIONS)];
+const previous = await previousImpl(fakeNodes, OPTIONS);
+const local: Impl[] = [
+  await floorImpl(fakeNodes, OPTIONS, { loadScripts: false }),
+  await upstashDirectImpl(fakeNodes, OPTIONS),
+  edgeRedlockImpl(fakeNodes, OPTIONS),
+  ...(typeof previous === "string" ? [] : [previous]),
+];
 const LOCAL_CYCLES = 10_000;
 const client = new Map(local.map((impl) => [impl.name, { toLastSent: [] as number[], cpuUs: 0 }]));
 for (const impl of local) for (let i = 0; i < 3_000; i++) await (await impl.acquire(`warm:${i}`, 10_000)).release();
@@ -99,4 +108,8 @@ console.log(
     [...client].map(([name, c]) => [name, ms(c.toLastSent) * 1000, c.cpuUs / LOCAL_CYCLES]),
   ),
 );
+
+const SPLIT_CYCLES = 40_000;
+console.log(`\nthe throughput workload (${SPLIT_CYCLES} cycles, 32 at once, one pipeline per node per turn), fetch answered in-process\n`);
+console.log(table(["part", "CPU µs/cycle"], await batchedSplit(fakeNodes, OPTIONS, SPLIT_CYCLES)));
 process.exit(0);

@@ -1,5 +1,6 @@
 // One set of injected faults and the gate a request passes through before it is answered: a node's
 // gate (every request to a bridge) or a link's gate (one client's own route to that bridge).
+import { delays, parseSpread, type LatencySpread } from "./latency-spread.ts";
 
 /** What the bridge answers instead of a correct reply. */
 export type Garbage = "html" | "text" | "json-shape" | "truncated" | "empty";
@@ -8,6 +9,8 @@ export type Garbage = "html" | "text" | "json-shape" | "truncated" | "empty";
 export interface Faults {
   /** Added before the command runs. */
   latencyMs: number;
+  /** Jitter and retransmits on top of `latencyMs`, from a seeded PRNG (a WAN); null: the latency exactly. */
+  spread: LatencySpread | null;
   /** Accept and never answer until cleared; then the held requests go on (a slow network). */
   hang: boolean;
   /**
@@ -26,7 +29,7 @@ export interface Faults {
   rejectKeyLocking: boolean;
 }
 
-export const NO_FAULTS: Readonly<Faults> = Object.freeze({ latencyMs: 0, hang: false, cut: false, status: null, garbage: null, rejectKeyLocking: false });
+export const NO_FAULTS: Readonly<Faults> = Object.freeze({ latencyMs: 0, spread: null, hang: false, cut: false, status: null, garbage: null, rejectKeyLocking: false });
 
 export const GARBAGE_BODIES: Record<Garbage, { type: string; body: string }> = {
   html: { type: "text/html", body: "<html><body><h1>502 Bad Gateway</h1></body></html>" },
@@ -46,17 +49,19 @@ export const GARBAGE_BODIES: Record<Garbage, { type: string; body: string }> = {
 export class FaultGate {
   faults: Faults = { ...NO_FAULTS };
   #held = new Set<() => void>();
+  #delay = delays(null);
 
-  /** Merges fault settings; clearing `hang` lets the held requests go on (those also cut stay dropped). */
+  /** Merges fault settings; clearing `hang` lets the held requests go on (those also cut stay dropped); a spread restarts its PRNG. */
   set(patch: Partial<Faults>): Faults {
     this.faults = { ...this.faults, ...patch };
+    if (patch.spread !== undefined) this.#delay = delays(patch.spread);
     if (!this.faults.hang) this.releaseHeld();
     return this.faults;
   }
 
-  /** True when a request would go straight through (no cut, hang or latency). */
+  /** True when a request would go straight through (no cut, hang, latency or spread). */
   get open(): boolean {
-    return !this.faults.cut && !this.faults.hang && this.faults.latencyMs <= 0;
+    return !this.faults.cut && !this.faults.hang && this.faults.latencyMs <= 0 && !this.faults.spread;
   }
 
   /**
@@ -66,7 +71,8 @@ export class FaultGate {
    */
   async pass(gone: AbortSignal): Promise<boolean> {
     if (!this.faults.cut && this.faults.hang) await this.#hold(gone);
-    if (!this.faults.cut && this.faults.latencyMs > 0 && !gone.aborted) await sleep(this.faults.latencyMs, gone);
+    const delay = this.faults.cut ? 0 : this.#delay(this.faults.latencyMs);
+    if (delay > 0 && !gone.aborted) await sleep(delay, gone);
     if (this.faults.cut && !gone.aborted) await untilAborted(gone);
     return !gone.aborted;
   }
@@ -94,6 +100,7 @@ export function parseFaults(body: string): Partial<Faults> {
   const raw = JSON.parse(body || "{}") as Record<string, unknown>;
   const patch: Partial<Faults> = {};
   if ("latencyMs" in raw) patch.latencyMs = Number(raw.latencyMs) || 0;
+  if ("spread" in raw) patch.spread = parseSpread(raw.spread);
   if ("hang" in raw) patch.hang = Boolean(raw.hang);
   if ("cut" in raw) patch.cut = Boolean(raw.cut);
   if ("status" in raw) patch.status = raw.status === null ? null : Number(raw.status);

@@ -2,17 +2,21 @@
 // clients (node-redlock over ioredis) suffer the same faults as the HTTP ones.
 import { createServer, connect, type Server, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
+import { delays, type LatencySpread } from "./latency-spread.ts";
 
 /** Faults the proxy applies to client→server traffic. */
 export interface ProxyFaults {
   latencyMs: number;
+  /** Jitter and retransmits per chunk, as on the bridge (a stalled chunk holds back the ones behind it, as TCP does). */
+  spread: LatencySpread | null;
   hang: boolean;
 }
 
 /** Forwards 127.0.0.1:port → the redis port; each chunk from a client is delayed or held per the faults. */
 export class TcpProxy {
   readonly target: number;
-  faults: ProxyFaults = { latencyMs: 0, hang: false };
+  faults: ProxyFaults = { latencyMs: 0, spread: null, hang: false };
+  #delay = delays(null);
   #server: Server;
   #port = 0;
   #sockets = new Set<Socket>();
@@ -40,6 +44,7 @@ export class TcpProxy {
   }
 
   setFaults(patch: Partial<ProxyFaults>): void {
+    if (patch.spread !== undefined && patch.spread !== this.faults.spread) this.#delay = delays(patch.spread);
     this.faults = { ...this.faults, ...patch };
     if (!this.faults.hang) {
       const held = this.#held;
@@ -63,7 +68,8 @@ export class TcpProxy {
     let previous = Promise.resolve();
     client.on("data", (chunk) => {
       const arrived = Date.now();
-      const { latencyMs, hang } = this.faults;
+      const { hang } = this.faults;
+      const latencyMs = this.faults.latencyMs > 0 || this.faults.spread ? this.#delay(this.faults.latencyMs) : 0;
       previous = previous.then(async () => {
         // Held if it arrived during a hang that still lasts when its turn comes (a chunk queued behind a
         // held one must not be held again after the hang was cleared).

@@ -1,0 +1,39 @@
+// The targets (issue 10, and the earlier ones the README states), judged on the figures of one run.
+import type { Results } from "./report.ts";
+import { round } from "./stats.ts";
+
+export interface Verdict {
+  target: string;
+  value: number;
+  bound: string;
+  met: boolean;
+}
+
+/**
+ * Every target whose figures this run has. A missing figure (e.g. the A/B skipped) leaves its target out.
+ * @example
+ * for (const v of verdicts(results)) console.log(v.target, v.value, v.met);
+ */
+export function verdicts(results: Results): Verdict[] {
+  const out: Verdict[] = [];
+  const at = (scenario: string, impl: string) => results[scenario]?.[impl];
+  const check = (target: string, value: number | undefined, bound: number, atMost = true) => {
+    if (value === undefined || !Number.isFinite(value)) return;
+    out.push({ target, value: round(value, 3), bound: `${atMost ? "≤" : "≥"} ${bound}`, met: atMost ? value <= bound : value >= bound });
+  };
+  const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || !b ? undefined : a / b);
+
+  const edge = (scenario: string) => at(scenario, "edge-redlock");
+  check("throughput: cycles/s ÷ node-redlock's", ratio(edge("throughput")?.opsPerSec, at("throughput", "node-redlock")?.opsPerSec), 1.0, false);
+  check("throughput: HTTP requests per cycle", edge("throughput")?.requestsPerCycle, 2);
+  check("many locks: HTTP requests for 20 locks (acquire + release)", edge("many-locks")?.requestsPerCycle, 10);
+  check("hung node: release p50 ÷ healthy release p50", ratio(edge("hung-node")?.releaseP50Ms, edge("healthy")?.releaseP50Ms), 1.5);
+  check("healthy: p50 ÷ floor p50", ratio(edge("healthy")?.p50Ms, at("healthy", "floor")?.p50Ms), 1.1);
+  check("healthy: p50 ÷ previous version's p50 (A/B, same rounds)", ratio(edge("healthy")?.p50Ms, at("healthy", "edge-redlock-previous")?.p50Ms), 1.0);
+  check("WAN: acquire p50 ÷ 3rd-fastest round trip p50", ratio(edge("wan")?.acquireP50Ms, at("wan", "physical-limit")?.acquireP50Ms), 1.05);
+  check("WAN: acquire p99 ÷ floor acquire p99", ratio(edge("wan")?.acquireP99Ms, at("wan", "floor")?.acquireP99Ms), 1.1);
+  // Earlier targets (README, Performance).
+  check("CPU per healthy cycle ÷ floor", ratio(edge("healthy")?.cpuUsPerCycle, at("healthy", "floor")?.cpuUsPerCycle), 1.1);
+  check("slow minority: acquire p50 ÷ healthy acquire p50 of the same rounds", ratio(edge("slow-minority")?.p50Ms, edge("slow-minority")?.healthyAcquireP50Ms), 1.25);
+  return out;
+}
