@@ -286,18 +286,7 @@ function toSections(records: ChaosRecord[], defaultResource: string): Section[] 
   for (const r of records) {
     if (r.type !== "cs") continue;
     if (r.id !== undefined) finished.add(r.id);
-    sections.push({
-      client: r.client,
-      resource: r.resource ?? defaultResource,
-      fence: r.fence,
-      slot: r.slot,
-      acquireCalled: r.acquireCalled,
-      start: r.start,
-      validityEnd: r.validityEnd,
-      end: r.end,
-      crash: undefined,
-      done: r,
-    });
+    sections.push({ ...fromEnter(r, defaultResource, undefined), end: r.end, done: r });
   }
   const crashes = records.filter((r): r is CrashRecord => r.type === "crash");
   for (const r of records) {
@@ -308,7 +297,7 @@ function toSections(records: ChaosRecord[], defaultResource: string): Section[] 
   return sections.sort((a, b) => a.start - b.start);
 }
 
-function fromEnter(r: EnterRecord, defaultResource: string, crash: CrashRecord | undefined): Section {
+function fromEnter(r: Omit<EnterRecord, "type">, defaultResource: string, crash: CrashRecord | undefined): Section {
   return {
     client: r.client,
     resource: r.resource ?? defaultResource,

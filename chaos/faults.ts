@@ -1,17 +1,8 @@
 // The seeded fault plans: what goes wrong, where, and for how long — reproducible from --seed.
 import type { FaultKind } from "./records.ts";
 
-/** mulberry32: a small seeded PRNG, so a run is reproducible from its seed. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded PRNG of the test bed (dev/prng.ts): a run is reproducible from its seed. */
+export { prng } from "../dev/prng.ts";
 
 /** What the random scheduler can do: a fault kind of the log, or terminating a client. */
 export type PlannedKind = FaultKind | "client-crash";

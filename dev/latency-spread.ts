@@ -1,5 +1,6 @@
 // A WAN's variation on top of a fixed latency: jitter and the odd retransmit, drawn from a seeded PRNG
 // so two runs (or two implementations in one run) see the same sequence of delays.
+import { prng } from "./prng.ts";
 
 /**
  * How a delay varies from request to request. Each delay is `latencyMs × (1 + jitter × u)` with u
@@ -28,7 +29,7 @@ export type DelayDraw = (latencyMs: number) => number;
  */
 export function delays(spread: LatencySpread | null): DelayDraw {
   if (!spread) return (latencyMs) => latencyMs;
-  const next = mulberry32(spread.seed);
+  const next = prng(spread.seed);
   return (latencyMs) => {
     const jittered = latencyMs * (1 + spread.jitter * (2 * next() - 1));
     // Both draws happen on every request, so the sequence does not depend on which requests stalled.
@@ -51,14 +52,3 @@ export function parseSpread(raw: unknown): LatencySpread | null {
   return spread;
 }
 
-/** A small seeded PRNG (Mulberry32): uniform in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

@@ -2,8 +2,8 @@
  * edge-redlock: the Redlock distributed lock over HTTP for edge and serverless runtimes
  * (Cloudflare Workers, Vercel Edge, Deno, Bun, Node), on five independent Upstash Redis databases.
  *
- * Module systems: the package is ES modules only. `import` works everywhere; `require("edge-redlock")`
- * works on Node 20.19+ and 22.12+ (which load ES modules from `require`), not on older Node.
+ * Module systems: the package is ES modules only. `import` works everywhere; CommonJS `require` of the
+ * package works on Node 20.19+ and 22.12+ (which load ES modules from it), not on older Node.
  * TypeScript resolves the types with `moduleResolution` `bundler` or `node16`/`nodenext` (CommonJS
  * projects included, TypeScript 5.8+). The Hono middleware is `edge-redlock/hono`.
  *
