@@ -297,7 +297,7 @@ function toSections(records: ChaosRecord[], defaultResource: string): Section[] 
   return sections.sort((a, b) => a.start - b.start);
 }
 
-function fromEnter(r: Omit<EnterRecord, "type">, defaultResource: string, crash: CrashRecord | undefined): Section {
+function fromEnter(r: Pick<EnterRecord, "client" | "resource" | "fence" | "slot" | "acquireCalled" | "start" | "validityEnd">, defaultResource: string, crash: CrashRecord | undefined): Section {
   return {
     client: r.client,
     resource: r.resource ?? defaultResource,
