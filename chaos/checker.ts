@@ -286,7 +286,18 @@ function toSections(records: ChaosRecord[], defaultResource: string): Section[] 
   for (const r of records) {
     if (r.type !== "cs") continue;
     if (r.id !== undefined) finished.add(r.id);
-    sections.push({ ...fromEnter(r, defaultResource, undefined), end: r.end, done: r });
+    sections.push({
+      client: r.client,
+      resource: r.resource ?? defaultResource,
+      fence: r.fence,
+      slot: r.slot,
+      acquireCalled: r.acquireCalled,
+      start: r.start,
+      validityEnd: r.validityEnd,
+      end: r.end,
+      crash: undefined,
+      done: r,
+    });
   }
   const crashes = records.filter((r): r is CrashRecord => r.type === "crash");
   for (const r of records) {
@@ -297,7 +308,7 @@ function toSections(records: ChaosRecord[], defaultResource: string): Section[] 
   return sections.sort((a, b) => a.start - b.start);
 }
 
-function fromEnter(r: Pick<EnterRecord, "client" | "resource" | "fence" | "slot" | "acquireCalled" | "start" | "validityEnd">, defaultResource: string, crash: CrashRecord | undefined): Section {
+function fromEnter(r: EnterRecord, defaultResource: string, crash: CrashRecord | undefined): Section {
   return {
     client: r.client,
     resource: r.resource ?? defaultResource,
