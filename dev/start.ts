@@ -100,5 +100,13 @@ Try:
   curl -X POST ${url}/jobs/nightly/run
   curl ${url}/status/lock:stock:widget
 
+  # a semaphore: 10 renders at once, never more than 2 inside (mostAtOnce)
+  curl -X DELETE ${url}/renders
+  for i in $(seq 10); do curl -s -X POST "${url}/renders/r$i?wait=20000" & done; wait; echo
+  curl ${url}/renders
+
+  # a streamed report holds its lock until the last line is out (a second run meanwhile: 423)
+  curl -N -X POST "${url}/reports/daily/stream?lines=20"
+
 Ctrl-C stops everything.
 `);
