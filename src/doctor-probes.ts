@@ -218,9 +218,12 @@ export async function trialLock(nodes: readonly NodeConfig[], key: string, o: { 
     const lock = await redlock.acquire([key], Math.max(o.ttl, o.nodeTimeout + 1), { signal: o.signal });
     const ms = systemClock.now() - started;
     const granted = lock.attempts === 1 ? "" : ` after ${lock.attempts} attempts`;
-    const { released, pending } = await lock.release();
-    await pending;
-    return { acquired: true, ms, message: `a trial lock was acquired in ${ms >= 100 ? Math.round(ms) : ms.toFixed(1)} ms${granted} and released on ${released} of ${nodes.length} nodes` };
+    await (await lock.release()).pending;
+    // release() resolves once a quorum answered: after its pending work, count what is really left.
+    const seen = (await redlock.inspect([key])).nodes.filter((n) => n.error === undefined);
+    const left = seen.filter((n) => n.held).length;
+    const gone = left === 0 ? `released on every node that answers (${seen.length} of ${nodes.length})` : `released, but still set on ${left} of ${nodes.length} nodes (it expires with its ttl)`;
+    return { acquired: true, ms, message: `a trial lock was acquired in ${ms >= 100 ? Math.round(ms) : ms.toFixed(1)} ms${granted} and ${gone}` };
   } catch (error) {
     if (error instanceof LockAcquisitionError) {
       const t = error.attempts[error.attempts.length - 1];
