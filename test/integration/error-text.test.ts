@@ -4,6 +4,8 @@
 // which carries "allow-key-locking"). So a resource NAME that contains those words (user input through
 // the Hono middleware's key function) turns any error reply into (a) a NOSCRIPT → EVAL re-send and
 // (b) a permanent per-node downgrade to the flagless script (Upstash: the whole database locked per script).
+// Fixed: NOSCRIPT and the flag rejection are judged from errorText() (the command stripped). These tests
+// assert the fix.
 import { describe, expect, it } from "vitest";
 import { Redlock } from "../../src/index.ts";
 import { loadScripts, settle, useCluster } from "./fixture.ts";
@@ -12,7 +14,7 @@ const env = useCluster();
 const config = () => env.cluster.nodes.map(({ url, token }) => ({ url, token }));
 const counters = async () => (await Promise.all(env.admins.map((a) => a.state()))).map((s) => s.counters);
 
-describe("failure classified from the echoed command (real cluster)", () => {
+describe("failures are judged by the database's words, not by the command echoed back (real cluster)", () => {
   it("an HTTP error on EVALSHA is one request, whatever the key is called", async () => {
     await loadScripts(env);
     const redlock = new Redlock(config(), { retryCount: 0 });
