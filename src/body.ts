@@ -1,7 +1,7 @@
 // A response body watched to its end, so a lock guarding a streamed response outlives the stream.
 
 /** How much of a body is read ahead of the client, produced but not yet sent (bytes). */
-export const READ_AHEAD_BYTES = 1 << 20;
+const READ_AHEAD_BYTES = 1 << 20;
 
 /** A response whose body is watched, and when that body ended. */
 export interface WatchedBody {

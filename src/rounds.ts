@@ -31,8 +31,11 @@ export interface Grant {
   round: Round;
 }
 
-/** What an attempt came to: held, or failed with its tally and the cleanup of what it may have set. */
-export type Attempt<T> = { held: T } | { failed: AttemptTally; cleanup: Promise<void> };
+/**
+ * What an attempt came to: held (with the cleanup of any earlier try of the same attempt), or failed with
+ * its tally and the cleanup of what it may have set.
+ */
+export type Attempt<T> = { held: T; cleanup?: Promise<void> } | { failed: AttemptTally; cleanup: Promise<void> };
 
 /**
  * The rounds of one {@link Redlock} over its nodes. Every operation of a lock or a semaphore permit goes
@@ -162,9 +165,9 @@ export class Rounds {
       for (let n = 1; ; n++) {
         signal?.throwIfAborted();
         const outcome = await attempt(n);
+        if (outcome.cleanup) cleanups.push(outcome.cleanup);
         if ("held" in outcome) return outcome.held;
         tallies.push(outcome.failed);
-        cleanups.push(outcome.cleanup);
         signal?.throwIfAborted();
         if (policy.retryCount !== -1 && n > policy.retryCount) break;
         const delay = Math.max(0, policy.retryDelay + (2 * randomUnit() - 1) * policy.retryJitter);

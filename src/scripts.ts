@@ -31,6 +31,15 @@ const SHEBANG = /^#!lua(?:[ \t]+flags=([^\n]*))?\n/;
  * withoutKeyLocking(ACQUIRE.lua).startsWith("#!lua"); // false
  */
 export function withoutKeyLocking(lua: string): string {
+  let plain = withoutFlag.get(lua);
+  if (plain === undefined) withoutFlag.set(lua, (plain = stripKeyLocking(lua)));
+  return plain;
+}
+
+/** The flagless source of each script, computed once (a node that rejects the flag asks for it every request). */
+const withoutFlag = new Map<string, string>();
+
+function stripKeyLocking(lua: string): string {
   const match = SHEBANG.exec(lua);
   if (!match?.[1]) return lua;
   const flags = match[1].split(",").map((flag) => flag.trim());

@@ -94,7 +94,8 @@ export class Semaphore {
           tried.add(take);
           const grant = await rounds.grant(SEMAPHORE_ACQUIRE, this.#slots, (value) => [value, String(ttl), String(take + 1)], policy.signal);
           if (rounds.holds(grant.round, ttl, grant.start)) {
-            return { held: new Permit(this.key, take, grant.value, attempt, { ...rounds.held(grant, ttl), keys: [this.#slots[take]] }) };
+            const permit = new Permit(this.key, take, grant.value, attempt, { ...rounds.held(grant, ttl), keys: [this.#slots[take]] });
+            return { held: permit, cleanup: Promise.all(cleanups).then(() => undefined) }; // earlier tries' slots released too
           }
           const failure = rounds.failed(attempt, grant.round, grant, ttl, [this.#slots[take]]);
           cleanups.push(failure.cleanup);
