@@ -1,6 +1,6 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
-import { envNames } from "./src/env.ts";
+import { envNames } from "./src/node/env.ts";
 
 export default defineConfig({
   test: {

@@ -1,8 +1,9 @@
 // `edge-redlock doctor`: read the five variables (environment and --env-file), check the nodes, print, exit.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { checkNodes, type DoctorOptions } from "../src/doctor.ts";
-import { MissingConfigurationError, envNames, nodesFromEnv } from "../src/env.ts";
+import { checkNodes } from "../src/doctor/index.ts";
+import type { DoctorOptions } from "../src/doctor/types.ts";
+import { MissingConfigurationError, envNames, nodesFromEnv } from "../src/node/env.ts";
 import { parseEnvFile } from "./env-file.ts";
 import { formatReport } from "./table.ts";
 

@@ -1,5 +1,5 @@
 // The doctor's report as a terminal table: node labels are variable names, never URLs or tokens.
-import type { DoctorReport, NodeHealth } from "../src/doctor.ts";
+import type { DoctorReport, NodeHealth } from "../src/doctor/types.ts";
 
 /**
  * Renders a report: one row per node, one line per check, the verdict last.

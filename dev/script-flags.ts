@@ -1,6 +1,6 @@
 // Upstash's `allow-key-locking` script flag on top of plain Redis 7, which rejects it.
 import { createHash } from "node:crypto";
-import { withoutKeyLocking } from "../src/scripts.ts";
+import { withoutKeyLocking } from "../src/scripts/index.ts";
 
 /** SHA-1 of a script, as Redis names it for EVALSHA. */
 export function sha1(text: string): string {

@@ -1,5 +1,6 @@
 // Typed errors. Messages and tallies name nodes by index and label, never a token or a lock value.
-import type { NodeVote } from "./vote.ts";
+import { quorumOf } from "./quorum/rules.ts";
+import type { NodeVote } from "./scripts/vote.ts";
 
 /**
  * The base class of every error this library throws.
@@ -115,7 +116,7 @@ function extensionReason(tally: AttemptTally): FailureReason {
 
 function failureReason(tally: AttemptTally): FailureReason {
   const nodes = tally.votes.length;
-  const quorum = Math.floor(nodes / 2) + 1;
+  const quorum = quorumOf(nodes);
   if (tally.granted >= quorum) return "expired";
   return tally.errors > nodes - quorum ? "unreachable" : "held";
 }

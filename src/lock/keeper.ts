@@ -1,6 +1,6 @@
 // Keeps a lock alive while work runs: extends before validity runs out, aborts loudly when it cannot.
-import { anySignal, type Clock } from "./clock.ts";
-import { LockExtensionError, MaxHoldError } from "./errors.ts";
+import { LockExtensionError, MaxHoldError } from "../errors.ts";
+import { anySignal, type Clock } from "../support/clock.ts";
 import type { Lock } from "./lock.ts";
 
 /** How a lock is kept. */

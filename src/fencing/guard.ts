@@ -1,41 +1,12 @@
-// Fencing tokens: the per-resource counter keys, the token arithmetic, and the resource-side guarded write.
-import { InvalidArgumentError, RedlockError } from "./errors.ts";
-import { errorText, redact } from "./redact.ts";
-import { RESERVED_PREFIX } from "./options.ts";
-import type { ScriptClient } from "./node.ts";
-import { DECIMAL, FENCED_READ, FENCED_WRITE, rejectsKeyLocking, withoutKeyLocking, type Script } from "./scripts.ts";
-
-/** Prefix of the per-resource counter keys on the lock nodes (they never expire); resources may not use it. */
-export const FENCE_PREFIX = `${RESERVED_PREFIX}fence:`;
-
-/**
- * The counter key of a resource on the lock nodes.
- * @example
- * fenceKey("orders:42"); // "edge-redlock:fence:orders:42"
- */
-export function fenceKey(resource: string): string {
-  return FENCE_PREFIX + resource;
-}
-
-/**
- * Compares two fencing tokens (canonical decimal strings) exactly: negative, 0 or positive.
- * @example
- * compareFences("10", "9"); // 1
- */
-export function compareFences(a: string, b: string): number {
-  const x = BigInt(a);
-  const y = BigInt(b);
-  return x === y ? 0 : x > y ? 1 : -1;
-}
-
-/**
- * The largest of some fencing tokens.
- * @example
- * maxFence(["3", "12", "7"]); // "12"
- */
-export function maxFence(fences: string[]): string {
-  return fences.reduce((max, fence) => (compareFences(fence, max) > 0 ? fence : max));
-}
+// The resource side of fencing: a write (or a read) that a stale token cannot make.
+import { InvalidArgumentError, RedlockError } from "../errors.ts";
+import type { ScriptClient } from "../node/node.ts";
+import { evalScript, type EvalCommand } from "../node/run-script.ts";
+import { DECIMAL } from "../scripts/decimal.ts";
+import { FENCED_READ, FENCED_WRITE } from "../scripts/fencing.ts";
+import { parseInteger } from "../scripts/replies.ts";
+import type { Script } from "../scripts/script.ts";
+import { errorText, redact } from "../support/redact.ts";
 
 /** Options of {@link fencedWrite}. */
 export interface FencedWriteOptions {
@@ -57,8 +28,8 @@ export interface FencedWriteOptions {
 export async function fencedWrite(redis: Pick<ScriptClient, "eval">, key: string, value: string, fence: string, options: FencedWriteOptions = {}): Promise<boolean> {
   if (typeof value !== "string") throw new InvalidArgumentError("value", "must be a string");
   const tokenKey = checkFenced(key, fence, options);
-  const reply = await evalScript(redis, FENCED_WRITE, [key, tokenKey], [fence, value]);
-  const vote = FENCED_WRITE.vote(typeof reply === "string" && DECIMAL.test(reply) ? Number(reply) : reply);
+  const reply = await runGuard(redis, FENCED_WRITE, [key, tokenKey], [fence, value]);
+  const vote = FENCED_WRITE.vote(parseInteger(reply) ?? reply);
   if (vote.outcome === "error") throw new RedlockError(`fencedWrite: ${vote.cause}`);
   return vote.outcome === "granted";
 }
@@ -79,7 +50,7 @@ export async function fencedRead(
   options: FencedWriteOptions = {},
 ): Promise<{ accepted: true; value: string | null } | { accepted: false }> {
   const tokenKey = checkFenced(key, fence, options);
-  const reply = await evalScript(redis, FENCED_READ, [key, tokenKey], [fence]);
+  const reply = await runGuard(redis, FENCED_READ, [key, tokenKey], [fence]);
   const vote = FENCED_READ.vote(reply);
   if (vote.outcome === "error") throw new RedlockError(`fencedRead: ${vote.cause}`);
   if (vote.outcome === "denied") return { accepted: false };
@@ -88,18 +59,15 @@ export async function fencedRead(
 }
 
 /**
- * EVAL with Upstash's key-locking flag, and without it where the database rejects the flag. A failure
- * is rethrown as a {@link RedlockError} whose message keeps the database's words but not the command
- * (`@upstash/redis` appends it, with the key, the token and the value written).
+ * Runs a guard script with EVAL (through the library's one script runner: with the key-locking flag, and
+ * without it where the database rejects the flag). A failure is rethrown as a {@link RedlockError} whose
+ * message keeps the database's words but not the command (`@upstash/redis` appends it, with the key, the
+ * token and the value written).
  */
-async function evalScript(redis: Pick<ScriptClient, "eval">, script: Script, keys: string[], args: string[]): Promise<unknown> {
+async function runGuard(redis: Pick<ScriptClient, "eval">, script: Script, keys: string[], args: string[]): Promise<unknown> {
+  const send = (c: EvalCommand) => redis.eval(c.script, c.keys, c.args);
   try {
-    try {
-      return await redis.eval(script.lua, keys, args);
-    } catch (error) {
-      if (!rejectsKeyLocking(errorText(error))) throw error;
-      return await redis.eval(withoutKeyLocking(script.lua), keys, args);
-    }
+    return await evalScript(send, script, keys, args, new AbortController().signal, { keyLocking: { accepted: true }, evalsha: false });
   } catch (error) {
     throw new RedlockError(`${script.name}: ${redact(errorText(error), args)}`);
   }

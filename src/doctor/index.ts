@@ -1,114 +1,15 @@
 // `doctor`: are the configured databases reachable, fast enough, able to run the scripts, and independent?
-import { systemClock } from "./clock.ts";
-import { PROBE_PREFIX, caller, inspect, measure, probesSeen, trialLock } from "./doctor-probes.ts";
-import { judge } from "./doctor-verdict.ts";
-import { InvalidArgumentError } from "./errors.ts";
-import type { NodeConfig } from "./node.ts";
-import { DEFAULTS } from "./options.ts";
-import { randomValue } from "./token.ts";
-
-/**
- * Options of {@link checkNodes}.
- * @example
- * await checkNodes(nodes, { samples: 10, nodeTimeout: 300, labels: ["eu", "us-east", "us-west", "ap", "sa"] });
- */
-export interface DoctorOptions {
-  /** Timed requests per node after the first one (which opens the connection and is reported apart). Default 4. */
-  samples?: number;
-  /** Per-request timeout of the checks in ms. Default 3000: above nodeTimeout, so a slow node is measured, not dropped. */
-  timeout?: number;
-  /** The lock's nodeTimeout to judge round trips against (ms). Default {@link DEFAULTS}.nodeTimeout. */
-  nodeTimeout?: number;
-  /** The ttl to judge clock offsets against (ms): the drift allowance is `ttl × driftFactor + 2`. Default 10 000. */
-  ttl?: number;
-  /** As in {@link RedlockOptions}. Default {@link DEFAULTS}.driftFactor. */
-  driftFactor?: number;
-  /** How long a probe key may take to show up on a replica of the same database (ms). Default 250. */
-  settleMs?: number;
-  /** A name per node for the report, e.g. the variable that holds its URL. Default `node 1` … Never a URL or token. */
-  labels?: readonly string[];
-  /** Stops the checks (each request in flight is cut). */
-  signal?: AbortSignal;
-}
-
-/**
- * `fail` makes {@link DoctorReport.ok} false; `warn` does not.
- * @example
- * const worst = report.checks.some((c) => c.status === "fail") ? "fail" : "ok";
- */
-export type CheckStatus = "ok" | "warn" | "fail";
-
-/**
- * One line of the verdict.
- * @example
- * for (const c of report.checks) console.log(c.status, c.name, c.message);
- */
-export interface DoctorCheck {
-  name: "config" | "reachable" | "scripts" | "key-locking" | "independence" | "latency" | "clocks" | "eviction" | "lock";
-  status: CheckStatus;
-  message: string;
-}
-
-/**
- * What was found out about one node. Errors are secret-free: no URL, no token.
- * @example
- * const twins = report.nodes.filter((n) => n.sameAs.length > 0).map((n) => n.label);
- */
-export interface NodeHealth {
-  /** 0-based position in the list given. */
-  index: number;
-  label: string;
-  /** Configuration problem found before any request (the node was not contacted). */
-  configError?: string;
-  reachable: boolean;
-  /** Why the node could not be used, when it could not. */
-  error?: string;
-  /** The HTTP status of a refused request (401: the token was refused). */
-  httpStatus?: number;
-  /** The first request (opens the connection), ms. */
-  firstMs?: number;
-  p50Ms?: number;
-  p99Ms?: number;
-  /** The lock's scripts load (SCRIPT LOAD answers their SHA) and a script runs. */
-  scripts?: "ok" | "failed";
-  scriptError?: string;
-  /** Upstash's `#!lua flags=allow-key-locking`: accepted, or rejected (the library then runs its scripts without the flag). */
-  keyLocking?: "accepted" | "rejected";
-  /**
-   * The node's clock (`TIME`) minus this machine's, ms: taken at the midpoint of the fastest sample, so
-   * it is off by at most {@link NodeHealth.clockUncertaintyMs} (half that round trip).
-   */
-  clockOffsetMs?: number;
-  clockUncertaintyMs?: number;
-  /** `maxmemory-policy` as the node reports it; `null` when it does not say. */
-  eviction?: string | null;
-  /** Other nodes (indexes) on which this node's probe key appeared: the same database. */
-  sameAs: number[];
-}
-
-/**
- * What {@link checkNodes} found: per node, per check, and a verdict.
- * @example
- * const report = await checkNodes(nodes);
- * if (!report.ok) console.error(report.verdict);
- */
-export interface DoctorReport {
-  /** No check failed (warnings allowed). */
-  ok: boolean;
-  verdict: string;
-  quorum: number;
-  nodes: NodeHealth[];
-  checks: DoctorCheck[];
-  /** The quorum-th fastest p50: about what one lock round takes. `null` when fewer than a quorum answer. */
-  expectedLockLatencyMs: number | null;
-  /**
-   * How far apart the node clocks are at least, ms: the measured offsets minus their uncertainty (a
-   * node slow to answer widens its own). `null` with fewer than two reachable nodes.
-   */
-  clockSpreadMs: number | null;
-  /** ttl × driftFactor + 2 ms. */
-  driftAllowanceMs: number;
-}
+import { nodeIdentity, tokenProblem } from "../check.ts";
+import { InvalidArgumentError } from "../errors.ts";
+import type { NodeConfig } from "../node/node.ts";
+import { DEFAULTS } from "../options.ts";
+import { quorumOf } from "../quorum/rules.ts";
+import { systemClock } from "../support/clock.ts";
+import { randomValue } from "../support/random.ts";
+import { PROBE_PREFIX, caller, inspect, measure, probesSeen } from "./probes.ts";
+import { trialLock } from "./trial.ts";
+import type { DoctorOptions, DoctorReport, NodeHealth } from "./types.ts";
+import { judge } from "./verdict.ts";
 
 /**
  * Checks the databases a `Redlock` would use and says whether they can carry a lock:
@@ -134,7 +35,7 @@ export async function checkNodes(nodes: readonly NodeConfig[], options: DoctorOp
   const o = resolveDoctorOptions(options, nodes.length);
   const run = randomValue().slice(0, 16);
   const probeKeys = nodes.map((_, i) => `${PROBE_PREFIX}${run}:${i}`);
-  const quorum = Math.floor(nodes.length / 2) + 1;
+  const quorum = quorumOf(nodes.length);
   const problems = configErrors(nodes);
   const health: NodeHealth[] = nodes.map((_, index) => ({
     index,
@@ -212,18 +113,21 @@ function resolveDoctorOptions(options: DoctorOptions, count: number): ResolvedDo
   };
 }
 
-/** Per node, what is wrong with its `{ url, token }` before any request; never the values themselves. */
+/**
+ * Per node, what is wrong with its `{ url, token }` before any request, judged by the same checks as
+ * `new Redlock` (one database twice under two spellings included); never the values themselves.
+ */
 function configErrors(nodes: readonly NodeConfig[]): (string | undefined)[] {
   const seen = new Map<string, number>();
   return nodes.map((node, i) => {
     const { url, token } = (typeof node === "object" && node !== null ? node : {}) as Partial<NodeConfig>;
-    if (typeof url !== "string" || !URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) return "the URL is not an http(s) URL";
-    const parsed = new URL(url);
-    if (parsed.username !== "" || parsed.password !== "") return "the URL carries credentials (user:password@); give the token on its own";
-    if (typeof token !== "string" || token.trim() === "" || token.trim() !== token) return "the token is empty or has surrounding whitespace";
-    const earlier = seen.get(parsed.href);
-    if (earlier !== undefined) return `the same URL as node ${earlier + 1}`;
-    seen.set(parsed.href, i);
+    const checked = nodeIdentity(url);
+    if ("problem" in checked) return `the URL ${checked.problem}`;
+    const problem = tokenProblem(token);
+    if (problem) return `the token ${problem}`;
+    const earlier = seen.get(checked.identity);
+    if (earlier !== undefined) return `the same database as node ${earlier + 1}`;
+    seen.set(checked.identity, i);
     return undefined;
   });
 }

@@ -1,6 +1,6 @@
 // One fan-out round over N nodes: every request at once, each with its own timeout, decided early.
-import { anySignal, type Clock } from "./clock.ts";
-import type { NodeVote, Vote } from "./vote.ts";
+import type { NodeVote, Vote } from "../scripts/vote.ts";
+import { anySignal, type Clock } from "../support/clock.ts";
 
 /** How a round asks one node; must resolve (not reject) with the node's vote. */
 export type Ask = (node: number, signal: AbortSignal) => Promise<Vote>;

@@ -1,5 +1,5 @@
 // Node settings from environment variables or Worker bindings.
-import { InvalidArgumentError } from "./errors.ts";
+import { InvalidArgumentError } from "../errors.ts";
 import type { NodeConfig } from "./node.ts";
 
 /** Options of {@link nodesFromEnv}. */

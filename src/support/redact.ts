@@ -1,6 +1,6 @@
 // Failure texts without secrets: what a node or a client said, minus tokens, credentials and commands.
 
-/** Below this length a secret is not searched for in texts; {@link checkToken} refuses shorter tokens. */
+/** Below this length a secret is not searched for in texts; `checkToken` refuses shorter tokens. */
 export const MIN_SECRET_LENGTH = 8;
 
 /**
@@ -28,4 +28,18 @@ export function redact(text: string, secrets: readonly string[]): string {
     .replace(/(["'`])(?:(?!\1)[^])*?\b(?:Bearer|Basic)\b(?:(?!\1)[^])*\1/gi, "$1[redacted]$1")
     .replace(/\b(Bearer|Basic)\s+[^\s"'`<>]+/gi, "$1 [redacted]")
     .replace(/\/\/[^/\s@]*@/g, "//[redacted]@");
+}
+
+/** How long a failure text may be in a tally or a report (characters). */
+const MAX_TEXT = 160;
+
+/**
+ * `text` cut to a length that fits a tally or a report line, marked with `…` where it was cut.
+ * @example
+ * ```ts
+ * clip("x".repeat(500)).length; // 161
+ * ```
+ */
+export function clip(text: string): string {
+  return text.length > MAX_TEXT ? text.slice(0, MAX_TEXT) + "…" : text;
 }

@@ -1,13 +1,16 @@
 // A counting semaphore over the lock's nodes: `limit` slots, each a Redlock mutex; a permit is one slot.
-import { InvalidArgumentError } from "./errors.ts";
-import { inspectSlots, type SemaphoreInspection } from "./inspect.ts";
-import { holdWhile } from "./keeper.ts";
-import { Lock, type LockState } from "./lock.ts";
-import { RESERVED_PREFIX, checkResources, checkTtl, checkUsing, type AcquireOptions, type UsingOptions } from "./options.ts";
-import type { Round } from "./quorum.ts";
-import type { Attempt, Rounds } from "./rounds.ts";
-import { SEMAPHORE_ACQUIRE } from "./scripts.ts";
-import { randomUnit } from "./token.ts";
+import { checkResources, checkRetryPolicy, checkTtl, checkUsing } from "../check.ts";
+import { InvalidArgumentError } from "../errors.ts";
+import { inspectSlots, type SemaphoreInspection } from "../lock/inspect.ts";
+import { holdWhile } from "../lock/keeper.ts";
+import type { Lifecycle } from "../lock/lifecycle.ts";
+import { Lock, type LockState } from "../lock/lock.ts";
+import { RESERVED_PREFIX, type AcquireOptions, type UsingOptions } from "../options.ts";
+import { retrying, type Attempt } from "../quorum/retry.ts";
+import type { Rounds } from "../quorum/rounds.ts";
+import { SEMAPHORE_ACQUIRE } from "../scripts/semaphore.ts";
+import { randomUnit } from "../support/random.ts";
+import { freeSlot } from "./slots.ts";
 
 /** The most permits a semaphore may have: every request carries all its slot keys. */
 export const MAX_PERMITS = 100;
@@ -51,15 +54,17 @@ export class Semaphore {
   readonly key: string;
   readonly limit: number;
   readonly #rounds: Rounds;
+  readonly #lifecycle: Lifecycle;
   readonly #slots: string[];
 
   /** @internal Made by {@link Redlock.semaphore}. */
-  constructor(key: string, limit: number, rounds: Rounds) {
+  constructor(key: string, limit: number, rounds: Rounds, lifecycle: Lifecycle) {
     const [checked] = checkResources(key);
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS) throw new InvalidArgumentError("limit", `must be an integer from 1 to ${MAX_PERMITS}`);
     this.key = checked;
     this.limit = limit;
     this.#rounds = rounds;
+    this.#lifecycle = lifecycle;
     this.#slots = Array.from({ length: limit }, (_, slot) => `${RESERVED_PREFIX}semaphore:${checked}:${slot}`);
   }
 
@@ -79,11 +84,13 @@ export class Semaphore {
    */
   async acquire(ttl: number, options: AcquireOptions = {}): Promise<Permit> {
     const rounds = this.#rounds;
+    const lifecycle = this.#lifecycle;
     checkTtl(ttl, rounds.options.nodeTimeout);
-    const policy = rounds.retryPolicy(options);
+    const policy = checkRetryPolicy(options, rounds.options);
     if (options.fencing) throw new InvalidArgumentError("options.fencing", "is not available for semaphore permits");
     let slot = Math.floor(randomUnit() * this.limit);
-    return rounds.retrying(
+    return retrying(
+      rounds.clock,
       [this.key],
       policy,
       async (attempt): Promise<Attempt<Permit>> => {
@@ -94,10 +101,10 @@ export class Semaphore {
           tried.add(take);
           const grant = await rounds.grant(SEMAPHORE_ACQUIRE, this.#slots, (value) => [value, String(ttl), String(take + 1)], policy.signal);
           if (rounds.holds(grant.round, ttl, grant.start)) {
-            const permit = new Permit(this.key, take, grant.value, attempt, { ...rounds.held(grant, ttl), keys: [this.#slots[take]] });
+            const permit = new Permit(this.key, take, grant.value, attempt, { ...lifecycle.held(grant, ttl), keys: [this.#slots[take]] });
             return { held: permit, cleanup: Promise.all(cleanups).then(() => undefined) }; // earlier tries' slots released too
           }
-          const failure = rounds.failed(attempt, grant.round, grant, ttl, [this.#slots[take]]);
+          const failure = lifecycle.failed(attempt, grant.round, grant, ttl, [this.#slots[take]]);
           cleanups.push(failure.cleanup);
           const next = freeSlot(grant.round, this.limit, rounds.quorum, tried);
           slot = next.slot;
@@ -129,25 +136,4 @@ export class Semaphore {
   inspect(): Promise<SemaphoreInspection> {
     return inspectSlots(this.#rounds, this.key, this.#slots);
   }
-}
-
-/**
- * The slot to try next: one free on the most nodes as their refusals reported (a random one among the
- * best), preferring slots not tried yet; `onQuorum` when an untried slot is free on a quorum (try it now).
- */
-function freeSlot(round: Round, limit: number, quorum: number, tried: Set<number>): { slot: number; onQuorum: boolean } {
-  const free = new Array<number>(limit).fill(0);
-  for (const vote of round.votes) {
-    if (vote.outcome !== "denied") continue;
-    for (const slot of vote.free ?? []) if (slot < limit) free[slot]++;
-  }
-  const pick = (slots: number[]) => {
-    const best = Math.max(...slots.map((slot) => free[slot]));
-    const candidates = slots.filter((slot) => free[slot] === best);
-    return { slot: candidates[Math.floor(randomUnit() * candidates.length)], count: best };
-  };
-  const untried = free.flatMap((_, slot) => (tried.has(slot) ? [] : [slot]));
-  const fresh = untried.length > 0 ? pick(untried) : undefined;
-  if (fresh && fresh.count >= quorum) return { slot: fresh.slot, onQuorum: true };
-  return { slot: pick(free.map((_, slot) => slot)).slot, onQuorum: false };
 }

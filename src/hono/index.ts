@@ -1,10 +1,10 @@
 // Hono middlewares: hold a Redlock lock, or a semaphore permit, while the route's handler runs.
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
-import { InvalidArgumentError, LockAcquisitionError, type FailureReason } from "./errors.ts";
-import { checkHoldOptions, holdThrough, pickRedlock, retryAfterSeconds, type RedlockChoice } from "./hono-hold.ts";
-import type { Lock } from "./lock.ts";
-import { MAX_PERMITS, type Permit } from "./semaphore.ts";
+import { InvalidArgumentError, LockAcquisitionError, type FailureReason } from "../errors.ts";
+import type { Lock } from "../lock/lock.ts";
+import { MAX_PERMITS, type Permit } from "../semaphore/semaphore.ts";
+import { checkHoldOptions, holdThrough, pickRedlock, retryAfterSeconds, type RedlockChoice } from "./hold.ts";
 
 /** What the {@link redlock} middleware hands on as `c.var.lock`. */
 export interface HeldLock {

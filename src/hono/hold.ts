@@ -3,13 +3,14 @@
 import type { Context, Env } from "hono";
 import { env as runtimeEnv } from "hono/adapter";
 import { watchBody, type WatchOptions } from "./body.ts";
-import { anySignal } from "./clock.ts";
-import { MissingConfigurationError } from "./env.ts";
-import { InvalidArgumentError, ResponseAbandonedError } from "./errors.ts";
-import { keepLock } from "./keeper.ts";
-import type { Lock } from "./lock.ts";
-import { DEFAULTS, checkDuration, checkTtl } from "./options.ts";
-import { Redlock } from "./redlock.ts";
+import { checkDuration, checkTtl } from "../check.ts";
+import { InvalidArgumentError, ResponseAbandonedError } from "../errors.ts";
+import { keepLock } from "../lock/keeper.ts";
+import type { Lock } from "../lock/lock.ts";
+import { MissingConfigurationError } from "../node/env.ts";
+import { DEFAULTS } from "../options.ts";
+import { Redlock } from "../redlock.ts";
+import { anySignal } from "../support/clock.ts";
 
 /** A Redlock instance, or a factory of the request. */
 export type RedlockChoice<E extends Env> = Redlock | ((c: Context<E>) => Redlock);

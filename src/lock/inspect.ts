@@ -1,7 +1,7 @@
 // Inspection: who holds what on the nodes, read without taking anything. Reads are never votes.
-import type { Rounds } from "./rounds.ts";
-import { INSPECT } from "./scripts.ts";
-import { toHex } from "./token.ts";
+import type { Rounds } from "../quorum/rounds.ts";
+import { INSPECT } from "../scripts/inspect.ts";
+import { toHex } from "../support/random.ts";
 
 /**
  * What one node says about some keys.

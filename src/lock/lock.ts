@@ -1,6 +1,6 @@
 // A held lock: what the caller keeps, and what release and extend need.
 /// <reference lib="esnext.disposable" preserve="true" />
-import type { NodeVote, Vote } from "./vote.ts";
+import type { NodeVote, Vote } from "../scripts/vote.ts";
 
 /**
  * What {@link Lock.release} reports, as it stood when a quorum had answered. `released` counts the
