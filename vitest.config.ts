@@ -21,7 +21,12 @@ export default defineConfig({
         plugins: [
           cloudflareTest(({ inject }) => {
             const nodes = inject<{ url: string; token: string }[]>("clusterNodes");
-            const bindings = Object.fromEntries(nodes.flatMap((n, i) => [[envNames(i + 1).url, n.url], [envNames(i + 1).token, n.token]]));
+            const bindings = Object.fromEntries(
+              nodes.flatMap((n, i) => [
+                [envNames(i + 1).url, n.url],
+                [envNames(i + 1).token, n.token],
+              ]),
+            );
             return { wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings } };
           }),
         ],

@@ -1,7 +1,17 @@
 // The checks that run before any request: every argument and option, with a typed error that never
 // repeats a secret.
 import { InvalidArgumentError } from "./errors.ts";
-import { DEFAULTS, MAX_TTL, RESERVED_PREFIX, defaultThreshold, type AcquireOptions, type RedlockOptions, type ResolvedOptions, type RetryPolicy, type UsingOptions } from "./options.ts";
+import {
+  DEFAULTS,
+  MAX_TTL,
+  RESERVED_PREFIX,
+  defaultThreshold,
+  type AcquireOptions,
+  type RedlockOptions,
+  type ResolvedOptions,
+  type RetryPolicy,
+  type UsingOptions,
+} from "./options.ts";
 import { systemClock, type Clock } from "./support/clock.ts";
 import { MIN_SECRET_LENGTH } from "./support/redact.ts";
 
@@ -22,7 +32,10 @@ export function resolveOptions(options: RedlockOptions | undefined, where = "opt
 }
 
 /** The retry settings of one acquisition: the call's, else the instance's, checked. */
-export function checkRetryPolicy(options: AcquireOptions, defaults: Pick<ResolvedOptions, "retryCount" | "retryDelay" | "retryJitter">): RetryPolicy {
+export function checkRetryPolicy(
+  options: AcquireOptions,
+  defaults: Pick<ResolvedOptions, "retryCount" | "retryDelay" | "retryJitter">,
+): RetryPolicy {
   if (typeof options !== "object" || options === null) throw new InvalidArgumentError("options", "must be an object");
   const signal = checkSignal(options.signal, "options.signal");
   const policy = {
@@ -41,16 +54,26 @@ export function checkRetry(o: Pick<ResolvedOptions, "retryCount" | "retryDelay" 
   checkNumber(`${where}.retryJitter`, o.retryJitter, { min: 0, max: MAX_TTL });
 }
 
-/** Resources: a non-empty string or a non-empty (dense) array of distinct non-empty strings, none in the reserved namespace. */
+/**
+ * Resources: a non-empty string or a non-empty (dense) array of distinct non-empty strings, none in the reserved
+ * namespace.
+ */
 export function checkResources(resources: unknown): string[] {
   const list = typeof resources === "string" ? [resources] : resources;
-  if (!Array.isArray(list) || list.length === 0) throw new InvalidArgumentError("resources", "must be a non-empty array of strings");
+  if (!Array.isArray(list) || list.length === 0)
+    throw new InvalidArgumentError("resources", "must be a non-empty array of strings");
   for (let i = 0; i < list.length; i++) {
     const key: unknown = list[i];
-    if (!(i in list) || typeof key !== "string" || key.length === 0) throw new InvalidArgumentError(`resources[${i}]`, "must be a non-empty string");
-    if (key.startsWith(RESERVED_PREFIX)) throw new InvalidArgumentError(`resources[${i}]`, `must not start with "${RESERVED_PREFIX}" (reserved for the library's own keys)`);
+    if (!(i in list) || typeof key !== "string" || key.length === 0)
+      throw new InvalidArgumentError(`resources[${i}]`, "must be a non-empty string");
+    if (key.startsWith(RESERVED_PREFIX))
+      throw new InvalidArgumentError(
+        `resources[${i}]`,
+        `must not start with "${RESERVED_PREFIX}" (reserved for the library's own keys)`,
+      );
   }
-  if (new Set(list).size !== list.length) throw new InvalidArgumentError("resources", "must not contain the same key twice");
+  if (new Set(list).size !== list.length)
+    throw new InvalidArgumentError("resources", "must not contain the same key twice");
   return [...list];
 }
 
@@ -78,7 +101,9 @@ export function checkUrl(url: unknown, where: string): string {
  * ```
  */
 export function nodeIdentity(url: unknown): { identity: string } | { problem: string } {
-  if (typeof url !== "string" || /[\s\u0000-\u001f\u007f]/.test(url)) return { problem: "must be an http(s) URL without whitespace or control characters" };
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
+  if (typeof url !== "string" || /[\s\u0000-\u001f\u007f]/.test(url))
+    return { problem: "must be an http(s) URL without whitespace or control characters" };
   if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) return { problem: "must be an http(s) URL" };
   const parsed = new URL(url);
   const authority = url.slice(url.indexOf("//") + 2).split(/[/?#]/)[0];
@@ -101,7 +126,10 @@ function canonicalHost(hostname: string): string {
   return [hi >> 8, hi & 255, lo >> 8, lo & 255].join(".");
 }
 
-/** A REST token: at least 8 visible ASCII characters (no whitespace or control characters). The message never repeats it. */
+/**
+ * A REST token: at least 8 visible ASCII characters (no whitespace or control characters). The message never repeats
+ * it.
+ */
 export function checkToken(token: unknown, where: string): string {
   const problem = tokenProblem(token);
   if (problem) throw new InvalidArgumentError(where, problem);
@@ -118,7 +146,8 @@ export function checkToken(token: unknown, where: string): string {
  */
 export function tokenProblem(token: unknown): string | undefined {
   if (typeof token === "string" && /^[\x21-\x7e]+$/.test(token) && token.length >= MIN_SECRET_LENGTH) return undefined;
-  return `must be a string of at least ${MIN_SECRET_LENGTH} visible ASCII characters (no whitespace or control characters)`;
+  const what = `at least ${MIN_SECRET_LENGTH} visible ASCII characters`;
+  return `must be a string of ${what} (no whitespace or control characters)`;
 }
 
 /** A ttl: an integer number of ms, above nodeTimeout, at most {@link MAX_TTL}. */
@@ -131,19 +160,30 @@ export function checkTtl(ttl: unknown, nodeTimeout: number): number {
 }
 
 /** The checks of `using()` (lock or semaphore): a ttl, a routine, and how the hold is kept. */
-export function checkUsing(ttl: unknown, routine: unknown, options: UsingOptions | undefined, nodeTimeout: number): { maxHold?: number; threshold: number } {
+export function checkUsing(
+  ttl: unknown,
+  routine: unknown,
+  options: UsingOptions | undefined,
+  nodeTimeout: number,
+): { maxHold?: number; threshold: number } {
   checkTtl(ttl, nodeTimeout);
   if (typeof routine !== "function") throw new InvalidArgumentError("routine", "must be a function");
   const maxHold = checkDuration("options.maxHold", options?.maxHold, 1);
-  const threshold = checkDuration("options.extendThreshold", options?.extendThreshold, 1) ?? defaultThreshold(ttl as number, nodeTimeout);
-  if (threshold >= (ttl as number)) throw new InvalidArgumentError("options.extendThreshold", `must be below the ttl (${ttl as number} ms)`);
+  const threshold =
+    checkDuration("options.extendThreshold", options?.extendThreshold, 1) ??
+    defaultThreshold(ttl as number, nodeTimeout);
+  if (threshold >= (ttl as number))
+    throw new InvalidArgumentError("options.extendThreshold", `must be below the ttl (${ttl as number} ms)`);
   return { maxHold, threshold };
 }
 
 /** An optional AbortSignal. */
 export function checkSignal(signal: unknown, where: string): AbortSignal | undefined {
   if (signal === undefined) return undefined;
-  if (typeof (signal as AbortSignal)?.aborted !== "boolean" || typeof (signal as AbortSignal).addEventListener !== "function") {
+  if (
+    typeof (signal as AbortSignal)?.aborted !== "boolean" ||
+    typeof (signal as AbortSignal).addEventListener !== "function"
+  ) {
     throw new InvalidArgumentError(where, "must be an AbortSignal");
   }
   return signal as AbortSignal;
@@ -156,12 +196,23 @@ export function checkDuration(name: string, value: unknown, min = 0): number | u
   return value as number;
 }
 
-function checkNumber(name: string, value: unknown, rule: { min: number; max?: number; below?: number; integer?: boolean }): void {
-  if (typeof value !== "number" || !Number.isFinite(value)) throw new InvalidArgumentError(name, `must be a finite number; got ${typeof value === "number" ? value : typeof value}`);
-  if (rule.integer && !Number.isInteger(value)) throw new InvalidArgumentError(name, `must be an integer; got ${value}`);
+function checkNumber(
+  name: string,
+  value: unknown,
+  rule: { min: number; max?: number; below?: number; integer?: boolean },
+): void {
+  if (typeof value !== "number" || !Number.isFinite(value))
+    throw new InvalidArgumentError(
+      name,
+      `must be a finite number; got ${typeof value === "number" ? value : typeof value}`,
+    );
+  if (rule.integer && !Number.isInteger(value))
+    throw new InvalidArgumentError(name, `must be an integer; got ${value}`);
   if (value < rule.min) throw new InvalidArgumentError(name, `must be at least ${rule.min}; got ${value}`);
-  if (rule.max !== undefined && value > rule.max) throw new InvalidArgumentError(name, `must be at most ${rule.max}; got ${value}`);
-  if (rule.below !== undefined && value >= rule.below) throw new InvalidArgumentError(name, `must be below ${rule.below}; got ${value}`);
+  if (rule.max !== undefined && value > rule.max)
+    throw new InvalidArgumentError(name, `must be at most ${rule.max}; got ${value}`);
+  if (rule.below !== undefined && value >= rule.below)
+    throw new InvalidArgumentError(name, `must be below ${rule.below}; got ${value}`);
 }
 
 function definedOnly<T extends object>(o: T): Partial<T> {

@@ -22,7 +22,14 @@ export type { NodeInput } from "./node/input.ts";
 export { Lock, type ReleaseResult } from "./lock/lock.ts";
 export { MAX_PERMITS, Permit, Semaphore } from "./semaphore/semaphore.ts";
 export type { Inspection, NodeInspection, SemaphoreInspection } from "./lock/inspect.ts";
-export { DEFAULTS, MAX_TTL, type AcquireOptions, type RedlockOptions, type UsingOptions } from "./options.ts";
+export {
+  DEFAULTS,
+  MAX_TTL,
+  type AcquireOptions,
+  type RedlockOptions,
+  type ResolvedOptions,
+  type UsingOptions,
+} from "./options.ts";
 export { keepLock, type KeepOptions, type Keeper } from "./lock/keeper.ts";
 export {
   InvalidArgumentError,

@@ -4,7 +4,9 @@ import type { Clock } from "./support/clock.ts";
 /**
  * Options of a {@link Redlock}. Every field is optional; the defaults are listed here and in the README.
  * @example
+ * ```ts
  * const redlock = new Redlock(nodes, { retryCount: 3, nodeTimeout: 300 });
+ * ```
  */
 export interface RedlockOptions {
   /** Attempts after the first one; `-1` retries until the caller's signal aborts. Default 10. */
@@ -32,10 +34,16 @@ export interface RedlockOptions {
 
 /** Options of one acquisition; retry settings here override the instance's. */
 export interface AcquireOptions {
-  /** Aborting stops retrying, cuts the requests in flight, releases what was set and rejects with the signal's reason. */
+  /**
+   * Aborting stops retrying, cuts the requests in flight, releases what was set and rejects with the signal's
+   * reason.
+   */
   signal?: AbortSignal;
+  /** Attempts after the first one; `-1` retries until `maxWait` or the signal ends it. Default: the instance's. */
   retryCount?: number;
+  /** Mean wait between attempts in ms. Default: the instance's. */
   retryDelay?: number;
+  /** The wait is `retryDelay ± retryJitter`. Default: the instance's. */
   retryJitter?: number;
   /** Give up once the next attempt would start more than this many ms after the call (0 = one attempt). */
   maxWait?: number;
@@ -48,7 +56,10 @@ export interface AcquireOptions {
 
 /** Options of {@link Redlock.using}: those of acquire, plus how the lock is kept. */
 export interface UsingOptions extends AcquireOptions {
-  /** Cap on the total holding time in ms; reaching it aborts the routine's signal with {@link MaxHoldError}. Default: none. */
+  /**
+   * Cap on the total holding time in ms; reaching it aborts the routine's signal with {@link MaxHoldError}.
+   * Default: none.
+   */
   maxHold?: number;
   /**
    * Extend when this many ms of validity are left. Must be below the ttl. Default: half the ttl, and
@@ -96,4 +107,3 @@ export const RESERVED_PREFIX = "edge-redlock:";
 export function defaultThreshold(ttl: number, nodeTimeout: number): number {
   return Math.max(ttl / 2, Math.min(ttl - 1, nodeTimeout + 50));
 }
-

@@ -9,7 +9,13 @@ import { Lock, type ReleaseResult } from "./lock/lock.ts";
 import { nodesFromEnv, type EnvOptions } from "./node/env.ts";
 import { toNodes, type NodeInput } from "./node/input.ts";
 import type { RedlockNode } from "./node/node.ts";
-import { defaultThreshold, type AcquireOptions, type RedlockOptions, type ResolvedOptions, type UsingOptions } from "./options.ts";
+import {
+  defaultThreshold,
+  type AcquireOptions,
+  type RedlockOptions,
+  type ResolvedOptions,
+  type UsingOptions,
+} from "./options.ts";
 import { retrying } from "./quorum/retry.ts";
 import { Rounds } from "./quorum/rounds.ts";
 import { FENCE } from "./scripts/fencing.ts";
@@ -19,16 +25,20 @@ import { Semaphore } from "./semaphore/semaphore.ts";
 /**
  * The Redlock distributed lock over N independent Redis databases (5 recommended), spoken to over HTTP.
  * @example
+ * ```ts
  * const redlock = new Redlock([{ url, token }, ...fourMore]);
  * const lock = await redlock.acquire(["orders:42"], 10_000);
  * try { await pay(42); } finally { await lock.release(); }
+ * ```
  */
 export class Redlock {
   readonly #rounds: Rounds;
   readonly #lifecycle: Lifecycle;
 
   /**
-   * @param nodes the databases, 5 recommended: `{ url, token }`, `@upstash/redis` instances, or your own {@link RedlockNode}s
+   * A Redlock over `nodes`, each request to them bounded by `options.nodeTimeout`.
+   * @param nodes the databases, 5 recommended: `{ url, token }`, `@upstash/redis` instances, or your own {@link
+   *   RedlockNode}s
    * @param options see {@link RedlockOptions}
    * @throws {InvalidArgumentError} for a bad node or option (the message never repeats a URL or token)
    */
@@ -60,7 +70,9 @@ export class Redlock {
    * `env` is any object (a Worker's `interface Env` included); those variables must be non-empty strings.
    * Throws {@link MissingConfigurationError} naming every missing variable.
    * @example
+   * ```ts
    * export default { fetch: (req, env) => Redlock.fromEnv(env).using(...) };
+   * ```
    */
   static fromEnv(env: object, options?: RedlockOptions & EnvOptions): Redlock {
     const { nodes, ...rest } = options ?? {};
@@ -75,28 +87,41 @@ export class Redlock {
    * @throws {InvalidArgumentError} before any request, for bad arguments.
    * @throws {LockAcquisitionError} when every attempt failed; `reason` tells `held` from `unreachable`.
    * @example
+   * ```ts
    * const lock = await redlock.acquire(["user:7", "wallet:7"], 5_000, { signal: AbortSignal.timeout(2_000) });
+   * ```
    */
   async acquire(resources: string | readonly string[], ttl: number, options: AcquireOptions = {}): Promise<Lock> {
     const keys = checkResources(resources);
     checkTtl(ttl, this.options.nodeTimeout);
     const policy = checkRetryPolicy(options, this.options);
-    if (options.fencing !== undefined && typeof options.fencing !== "boolean") throw new InvalidArgumentError("options.fencing", "must be a boolean");
+    if (options.fencing !== undefined && typeof options.fencing !== "boolean")
+      throw new InvalidArgumentError("options.fencing", "must be a boolean");
     const fencing = options.fencing === true;
     const roundKeys = fencing ? [...keys, ...keys.map(fenceKey)] : keys;
     const rounds = this.#rounds;
     const lifecycle = this.#lifecycle;
     return retrying(rounds.clock, keys, policy, async (attempt) => {
-      const grant = await rounds.grant(fencing ? FENCED_ACQUIRE : ACQUIRE, roundKeys, (value) => [value, String(ttl), String(keys.length)], policy.signal);
+      const grant = await rounds.grant(
+        fencing ? FENCED_ACQUIRE : ACQUIRE,
+        roundKeys,
+        (value) => [value, String(ttl), String(keys.length)],
+        policy.signal,
+      );
       let round = grant.round;
       let fence: string | undefined;
       if (fencing && rounds.holds(round, ttl, grant.start)) {
         // Fencing: raise the counters to the token on a quorum that still holds the lock (docs/SAFETY.md, "Fencing").
         // Every grant of FENCED_ACQUIRE carries a counter (a bare grant is an error vote).
         fence = maxFence(round.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
-        round = await rounds.round(FENCE, roundKeys, [grant.value, fence], { signal: policy.signal, decide: "outcome", cancelStragglers: true });
+        round = await rounds.round(FENCE, roundKeys, [grant.value, fence], {
+          signal: policy.signal,
+          decide: "outcome",
+          cancelStragglers: true,
+        });
       }
-      if (rounds.holds(round, ttl, grant.start)) return { held: new Lock(keys, grant.value, attempt, fence, lifecycle.held(grant, ttl)) };
+      if (rounds.holds(round, ttl, grant.start))
+        return { held: new Lock(keys, grant.value, attempt, fence, lifecycle.held(grant, ttl)) };
       return lifecycle.failed(attempt, round, grant, ttl, keys);
     });
   }
@@ -109,6 +134,7 @@ export class Redlock {
    * when `maxHold` is reached (reason: {@link MaxHoldError}) or when the caller's signal aborts.
    * Resolves with the routine's value or rejects with its error.
    * @example
+   * ```ts
    * const summary = await redlock.using(["report:daily"], 5_000, async (signal) => {
    *   for (const chunk of work) {
    *     signal.throwIfAborted(); // the lock was lost
@@ -116,6 +142,7 @@ export class Redlock {
    *   }
    *   return "done";
    * }, { maxHold: 60_000 });
+   * ```
    */
   async using<T>(
     resources: string | readonly string[],
@@ -132,7 +159,9 @@ export class Redlock {
    * When auto-extension starts by default: half the ttl left, and never less than nodeTimeout + 50 ms
    * (an extension round may take up to nodeTimeout).
    * @example
+   * ```ts
    * redlock.defaultThreshold(10_000); // 5000
+   * ```
    */
   defaultThreshold(ttl: number): number {
     return defaultThreshold(ttl, this.options.nodeTimeout);
@@ -143,8 +172,10 @@ export class Redlock {
    * (1 ≤ limit ≤ 100). Each slot is a mutex of its own, so it never over-admits (docs/SAFETY.md).
    * @throws {InvalidArgumentError} for a bad key or limit.
    * @example
+   * ```ts
    * const uploads = redlock.semaphore("uploads", 3);
    * await uploads.using(10_000, async (signal) => upload(file, { signal }));
+   * ```
    */
   semaphore(key: string, limit: number): Semaphore {
     return new Semaphore(key, limit, this.#rounds, this.#lifecycle);
@@ -155,7 +186,9 @@ export class Redlock {
    * node, held or not, its PTTL or why it gave no answer; whether one holder holds them on a quorum; and
    * how long until a quorum of nodes would let them go.
    * @example
+   * ```ts
    * const { heldByQuorum, freeInMs, nodes } = await redlock.inspect(["orders:42"]);
+   * ```
    */
   inspect(resources: string | readonly string[]): Promise<Inspection> {
     return inspectResources(this.#rounds, checkResources(resources));
@@ -169,8 +202,10 @@ export class Redlock {
    * From the call on the lock is dead: {@link Redlock.extend} refuses it, and an extension still in
    * flight reports failure (and cannot set a key again: the extend script never creates one).
    * @example
+   * ```ts
    * const { released, pending } = await redlock.release(lock);
    * ctx.waitUntil(pending);
+   * ```
    */
   release(lock: Lock): Promise<ReleaseResult> {
     return this.#lifecycle.release(lock);
@@ -183,7 +218,9 @@ export class Redlock {
    * already past its validity (`lost`, nothing sent), or no quorum extended it in time: the lock must
    * be treated as lost.
    * @example
+   * ```ts
    * await redlock.extend(lock, 10_000);
+   * ```
    */
   extend(lock: Lock, ttl: number): Promise<Lock> {
     return this.#lifecycle.extend(lock, ttl);

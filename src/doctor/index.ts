@@ -22,16 +22,20 @@ import { judge } from "./verdict.ts";
  *
  * Requests per node: `samples` + 5 (a single pipeline carries the script checks). On the Workers
  * free plan (50 subrequests) five nodes fit with the default `samples` of 4.
- * @throws {InvalidArgumentError} for a non-array or empty `nodes`, or bad options. Node problems never throw: they are in the report.
+ * @throws {InvalidArgumentError} for a non-array or empty `nodes`, or bad options. Node problems never throw: they
+ *   are in the report.
  * @example
+ * ```ts
  * import { checkNodes, nodesFromEnv } from "edge-redlock";
  * app.get("/health/lock", async (c) => {
  *   const report = await checkNodes(nodesFromEnv(c.env));
  *   return c.json(report, report.ok ? 200 : 503);
  * });
+ * ```
  */
 export async function checkNodes(nodes: readonly NodeConfig[], options: DoctorOptions = {}): Promise<DoctorReport> {
-  if (!Array.isArray(nodes) || nodes.length === 0) throw new InvalidArgumentError("nodes", "must hold at least one node");
+  if (!Array.isArray(nodes) || nodes.length === 0)
+    throw new InvalidArgumentError("nodes", "must hold at least one node");
   const o = resolveDoctorOptions(options, nodes.length);
   const run = randomValue().slice(0, 16);
   const probeKeys = nodes.map((_, i) => `${PROBE_PREFIX}${run}:${i}`);
@@ -47,7 +51,9 @@ export async function checkNodes(nodes: readonly NodeConfig[], options: DoctorOp
   const calls = nodes.map((node) => caller(node, o.timeout, o.signal));
 
   // 1. Round trips and clocks, every node at once.
-  await Promise.all(health.map(async (h, i) => h.configError === undefined && Object.assign(h, await measure(calls[i], o.samples))));
+  await Promise.all(
+    health.map(async (h, i) => h.configError === undefined && Object.assign(h, await measure(calls[i], o.samples))),
+  );
   const reachable = health.filter((h) => h.reachable).map((h) => h.index);
 
   // 2. Scripts, the key-locking flag, eviction, and each node's probe key.
@@ -72,7 +78,10 @@ export async function checkNodes(nodes: readonly NodeConfig[], options: DoctorOp
   for (const h of health) h.sameAs.sort((a, b) => a - b);
 
   // 4. A lock as the library takes it, when the configuration allows one.
-  const trial = reachable.length >= quorum && problems.every((p) => p === undefined) ? await trialLock(nodes, `${PROBE_PREFIX}${run}:lock`, o) : undefined;
+  const trial =
+    reachable.length >= quorum && problems.every((p) => p === undefined)
+      ? await trialLock(nodes, `${PROBE_PREFIX}${run}:lock`, o)
+      : undefined;
   return judge(health, quorum, o, probed, trial);
 }
 
@@ -91,16 +100,20 @@ function resolveDoctorOptions(options: DoctorOptions, count: number): ResolvedDo
   if (typeof options !== "object" || options === null) throw new InvalidArgumentError("options", "must be an object");
   const integer = (name: string, value: unknown, fallback: number, min: number): number => {
     if (value === undefined) return fallback;
-    if (typeof value !== "number" || !Number.isInteger(value) || value < min) throw new InvalidArgumentError(`options.${name}`, `must be an integer of at least ${min}`);
+    if (typeof value !== "number" || !Number.isInteger(value) || value < min)
+      throw new InvalidArgumentError(`options.${name}`, `must be an integer of at least ${min}`);
     return value;
   };
   const driftFactor = options.driftFactor ?? DEFAULTS.driftFactor;
-  if (typeof driftFactor !== "number" || !(driftFactor >= 0 && driftFactor < 1)) throw new InvalidArgumentError("options.driftFactor", "must be a number in [0, 1)");
-  const labels = options.labels === undefined ? Array.from({ length: count }, (_, i) => `node ${i + 1}`) : [...options.labels];
+  if (typeof driftFactor !== "number" || !(driftFactor >= 0 && driftFactor < 1))
+    throw new InvalidArgumentError("options.driftFactor", "must be a number in [0, 1)");
+  const labels =
+    options.labels === undefined ? Array.from({ length: count }, (_, i) => `node ${i + 1}`) : [...options.labels];
   if (labels.length !== count || labels.some((l) => typeof l !== "string" || l === "")) {
     throw new InvalidArgumentError("options.labels", `must hold ${count} non-empty strings`);
   }
-  if (options.signal !== undefined && typeof options.signal?.addEventListener !== "function") throw new InvalidArgumentError("options.signal", "must be an AbortSignal");
+  if (options.signal !== undefined && typeof options.signal?.addEventListener !== "function")
+    throw new InvalidArgumentError("options.signal", "must be an AbortSignal");
   return {
     samples: integer("samples", options.samples, 4, 1),
     timeout: integer("timeout", options.timeout, 3_000, 1),

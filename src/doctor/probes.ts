@@ -22,7 +22,9 @@ const LOCK_SCRIPTS = [ACQUIRE, RELEASE, EXTEND, FENCE];
  * of the rest, and the clock offset from the fastest. Any failed request makes the node unreachable:
  * a node that fails one request in a handful is not one to lock on.
  * @example
+ * ```ts
  * Object.assign(health, await measure(call, 4));
+ * ```
  */
 export async function measure(call: Call, samples: number): Promise<Partial<NodeHealth>> {
   const taken: { ms: number; offset: number }[] = [];
@@ -40,7 +42,10 @@ export async function measure(call: Call, samples: number): Promise<Partial<Node
     }
     taken.push({ ms: reply.ms, offset });
   }
-  const times = taken.slice(1).map((s) => s.ms).sort((a, b) => a - b);
+  const times = taken
+    .slice(1)
+    .map((s) => s.ms)
+    .sort((a, b) => a - b);
   const fastest = taken.reduce((a, b) => (b.ms < a.ms ? b : a));
   return {
     reachable: true,
@@ -59,9 +64,15 @@ export async function measure(call: Call, samples: number): Promise<Partial<Node
  * key-locking flag (accepted, or the library falls back to the loaded scripts), INFO memory (eviction),
  * and SET of this node's probe key. `probed` says whether the probe was written.
  * @example
+ * ```ts
  * const { health, probed } = await inspect(call, probeKey, run);
+ * ```
  */
-export async function inspect(call: Call, probeKey: string, run: string): Promise<{ health: Partial<NodeHealth>; probed: boolean }> {
+export async function inspect(
+  call: Call,
+  probeKey: string,
+  run: string,
+): Promise<{ health: Partial<NodeHealth>; probed: boolean }> {
   const sources = LOCK_SCRIPTS.map((s) => withoutKeyLocking(s.lua));
   const shas = await Promise.all(sources.map(scriptSha));
   const reply = await call(
@@ -75,7 +86,11 @@ export async function inspect(call: Call, probeKey: string, run: string): Promis
     "/pipeline",
   );
   const parts = reply.ok ? pipelineParts(reply.result, LOCK_SCRIPTS.length + 4) : undefined;
-  if (!parts) return { health: { scripts: "failed", scriptError: reply.ok ? "the pipeline answered something unexpected" : reply.error }, probed: false };
+  if (!parts)
+    return {
+      health: { scripts: "failed", scriptError: reply.ok ? "the pipeline answered something unexpected" : reply.error },
+      probed: false,
+    };
   const loads = parts.slice(0, LOCK_SCRIPTS.length);
   const [plain, flagged, info, set] = parts.slice(LOCK_SCRIPTS.length);
   const health: Partial<NodeHealth> = { eviction: info.error === undefined ? evictionPolicy(info.result) : null };
@@ -84,9 +99,15 @@ export async function inspect(call: Call, probeKey: string, run: string): Promis
     const why = loads[badLoad].error ?? "answered another SHA than the library computes (EVALSHA would miss)";
     Object.assign(health, { scripts: "failed", scriptError: `SCRIPT LOAD of ${LOCK_SCRIPTS[badLoad].name}: ${why}` });
   } else if (plain.error !== undefined || parseInteger(plain.result) === undefined) {
-    Object.assign(health, { scripts: "failed", scriptError: `EVAL: ${plain.error ?? "answered something unexpected"}` });
+    Object.assign(health, {
+      scripts: "failed",
+      scriptError: `EVAL: ${plain.error ?? "answered something unexpected"}`,
+    });
   } else {
-    Object.assign(health, { scripts: "ok", keyLocking: flagged.error === undefined && parseInteger(flagged.result) !== undefined ? "accepted" : "rejected" });
+    Object.assign(health, {
+      scripts: "ok",
+      keyLocking: flagged.error === undefined && parseInteger(flagged.result) !== undefined ? "accepted" : "rejected",
+    });
   }
   return { health, probed: set.error === undefined };
 }
@@ -95,10 +116,18 @@ export async function inspect(call: Call, probeKey: string, run: string): Promis
  * Reads every probe key on one node and deletes them there, in one pipeline. Resolves with the
  * indexes of the probes found, its own excepted: each is a node that is this same database.
  * @example
+ * ```ts
  * const twins = await probesSeen(call, keys, run, 0);
+ * ```
  */
 export async function probesSeen(call: Call, keys: string[], run: string, self: number): Promise<number[]> {
-  const reply = await call([["MGET", ...keys], ["DEL", ...keys]], "/pipeline");
+  const reply = await call(
+    [
+      ["MGET", ...keys],
+      ["DEL", ...keys],
+    ],
+    "/pipeline",
+  );
   const values = (reply.ok ? pipelineParts(reply.result, 2) : undefined)?.[0].result;
   if (!Array.isArray(values)) return [];
   return values.flatMap((value, i) => (i !== self && value === run ? [i] : []));
@@ -107,7 +136,9 @@ export async function probesSeen(call: Call, keys: string[], run: string, self: 
 /** The replies of a pipeline, each `{ result }` or `{ error }`, or undefined when the shape is wrong. */
 function pipelineParts(result: unknown, count: number): { result?: unknown; error?: string }[] | undefined {
   if (!Array.isArray(result) || result.length !== count) return undefined;
-  const parts = result.map((p) => (typeof p === "object" && p !== null ? (p as { result?: unknown; error?: unknown }) : undefined));
+  const parts = result.map((p) =>
+    typeof p === "object" && p !== null ? (p as { result?: unknown; error?: unknown }) : undefined,
+  );
   if (parts.some((p) => p === undefined)) return undefined;
   return parts.map((p) => (typeof p!.error === "string" ? { error: p!.error } : { result: p!.result }));
 }
@@ -128,4 +159,3 @@ function evictionPolicy(info: unknown): string | null {
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))];
 }
-

@@ -14,9 +14,16 @@ export interface Trial {
 /**
  * Takes and releases one lock the way the library does, on every configured node.
  * @example
- * const trial = await trialLock(nodes, "edge-redlock-doctor:1a2b:lock", { ttl: 10_000, nodeTimeout: 500, driftFactor: 0.01 });
+ * ```ts
+ * const settings = { ttl: 10_000, nodeTimeout: 500, driftFactor: 0.01 };
+ * const trial = await trialLock(nodes, "edge-redlock-doctor:1a2b:lock", settings);
+ * ```
  */
-export async function trialLock(nodes: readonly NodeConfig[], key: string, o: { ttl: number; nodeTimeout: number; driftFactor: number; signal?: AbortSignal }): Promise<Trial> {
+export async function trialLock(
+  nodes: readonly NodeConfig[],
+  key: string,
+  o: { ttl: number; nodeTimeout: number; driftFactor: number; signal?: AbortSignal },
+): Promise<Trial> {
   let redlock: Redlock;
   try {
     redlock = new Redlock(nodes, { retryCount: 0, nodeTimeout: o.nodeTimeout, driftFactor: o.driftFactor });
@@ -32,14 +39,24 @@ export async function trialLock(nodes: readonly NodeConfig[], key: string, o: { 
     // release() resolves once a quorum answered: after its pending work, count what is really left.
     const seen = (await redlock.inspect([key])).nodes.filter((n) => n.error === undefined);
     const left = seen.filter((n) => n.held).length;
-    const gone = left === 0 ? `released on every node that answers (${seen.length} of ${nodes.length})` : `released, but still set on ${left} of ${nodes.length} nodes (it expires with its ttl)`;
-    return { acquired: true, ms, message: `a trial lock was acquired in ${ms >= 100 ? Math.round(ms) : ms.toFixed(1)} ms${granted} and ${gone}` };
+    const gone =
+      left === 0
+        ? `released on every node that answers (${seen.length} of ${nodes.length})`
+        : `released, but still set on ${left} of ${nodes.length} nodes (it expires with its ttl)`;
+    return {
+      acquired: true,
+      ms,
+      message: `a trial lock was acquired in ${ms >= 100 ? Math.round(ms) : ms.toFixed(1)} ms${granted} and ${gone}`,
+    };
   } catch (error) {
     if (error instanceof LockAcquisitionError) {
       const t = error.attempts[error.attempts.length - 1];
-      return { acquired: false, ms: systemClock.now() - started, message: `a trial lock failed (${error.reason}: ${t.granted} granted, ${t.denied} denied, ${t.errors} errors)` };
+      return {
+        acquired: false,
+        ms: systemClock.now() - started,
+        message: `a trial lock failed (${error.reason}: ${t.granted} granted, ${t.denied} denied, ${t.errors} errors)`,
+      };
     }
     throw error;
   }
 }
-

@@ -24,7 +24,11 @@ interface Findings {
 
 type Check = (f: Findings) => DoctorCheck | undefined;
 
-const result = (name: DoctorCheck["name"], status: CheckStatus, message: string): DoctorCheck => ({ name, status, message });
+const result = (name: DoctorCheck["name"], status: CheckStatus, message: string): DoctorCheck => ({
+  name,
+  status,
+  message,
+});
 const list = (hs: NodeHealth[]) => hs.map((h) => h.label).join(", ");
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
@@ -32,8 +36,14 @@ const config: Check = ({ health, quorum }) => {
   const n = health.length;
   const misconfigured = health.filter((h) => h.configError !== undefined);
   const tolerance = n - quorum;
-  if (misconfigured.length > 0) return result("config", "fail", misconfigured.map((h) => `${h.label}: ${h.configError}`).join("; "));
-  if (tolerance === 0) return result("config", "warn", `${plural(n, "node")}, quorum ${quorum}: a single node failure stops every lock (use 5)`);
+  if (misconfigured.length > 0)
+    return result("config", "fail", misconfigured.map((h) => `${h.label}: ${h.configError}`).join("; "));
+  if (tolerance === 0)
+    return result(
+      "config",
+      "warn",
+      `${plural(n, "node")}, quorum ${quorum}: a single node failure stops every lock (use 5)`,
+    );
   return result("config", "ok", `${n} nodes, quorum ${quorum}: locks survive ${plural(tolerance, "node failure")}`);
 };
 
@@ -46,7 +56,8 @@ const reachable: Check = ({ health }) => {
 
 const scripts: Check = ({ up }) => {
   const noScripts = up.filter((h) => h.scripts !== "ok");
-  if (noScripts.length > 0) return result("scripts", "fail", noScripts.map((h) => `${h.label}: ${h.scriptError}`).join("; "));
+  if (noScripts.length > 0)
+    return result("scripts", "fail", noScripts.map((h) => `${h.label}: ${h.scriptError}`).join("; "));
   if (up.length > 0) return result("scripts", "ok", `the lock's scripts load and run on ${plural(up.length, "node")}`);
   return undefined;
 };
@@ -60,16 +71,26 @@ const keyLocking: Check = ({ up }) => {
     "ok",
     rejected.length === 0
       ? `the allow-key-locking flag is accepted on every node (scripts lock only their keys)`
-      : `accepted on ${accepted.length}; rejected on ${list(rejected)}: the library falls back to scripts without the flag there`,
+      : `accepted on ${accepted.length}; rejected on ${list(rejected)}: ` +
+          "the library falls back to scripts without the flag there",
   );
 };
 
 const independence: Check = ({ health, up, written }) => {
-  const pairs = health.flatMap((h) => h.sameAs.filter((j) => j > h.index).map((j) => `${h.label} and ${health[j].label}`));
+  const pairs = health.flatMap((h) =>
+    h.sameAs.filter((j) => j > h.index).map((j) => `${h.label} and ${health[j].label}`),
+  );
   const unprobed = up.filter((h) => !written.has(h.index));
-  if (pairs.length > 0) return result("independence", "fail", `the same database is configured twice: ${pairs.join("; ")} (a probe written on one appeared on the other)`);
-  if (unprobed.length > 0) return result("independence", "warn", `not checked on ${list(unprobed)} (the probe could not be written)`);
-  if (up.length > 1) return result("independence", "ok", `no probe key appeared on another node: ${up.length} independent databases`);
+  if (pairs.length > 0)
+    return result(
+      "independence",
+      "fail",
+      `the same database is configured twice: ${pairs.join("; ")} (a probe written on one appeared on the other)`,
+    );
+  if (unprobed.length > 0)
+    return result("independence", "warn", `not checked on ${list(unprobed)} (the probe could not be written)`);
+  if (up.length > 1)
+    return result("independence", "ok", `no probe key appeared on another node: ${up.length} independent databases`);
   return undefined;
 };
 
@@ -85,46 +106,82 @@ const latency: Check = ({ health, up, quorum, o }) => {
   const coldSlow = up.filter((h) => (h.firstMs ?? 0) >= o.nodeTimeout && !slow.includes(h));
   const quorumTh = ordinal(quorum);
   if (expected === null) return result("latency", "fail", `fewer than ${quorum} nodes answer: no lock can be taken`);
-  if (expected >= o.nodeTimeout) return result("latency", "fail", `a lock round needs the ${quorumTh}-fastest node: p50 ${fmt(expected)} ms ≥ nodeTimeout ${o.nodeTimeout} ms`);
+  if (expected >= o.nodeTimeout)
+    return result(
+      "latency",
+      "fail",
+      `a lock round needs the ${quorumTh}-fastest node: p50 ${fmt(expected)} ms ≥ nodeTimeout ${o.nodeTimeout} ms`,
+    );
   if (slow.length > 0) {
     const each = slow.map((h) =>
-      h.p50Ms! >= o.nodeTimeout ? `${h.label}: p50 ${fmt(h.p50Ms!)} ms, it times out in every round` : `${h.label}: p99 ${fmt(h.p99Ms!)} ms, it often times out`,
+      h.p50Ms! >= o.nodeTimeout
+        ? `${h.label}: p50 ${fmt(h.p50Ms!)} ms, it times out in every round`
+        : `${h.label}: p99 ${fmt(h.p99Ms!)} ms, it often times out`,
     );
-    return result("latency", "warn", `expected lock latency ${fmt(expected)} ms; slower than nodeTimeout ${o.nodeTimeout} ms: ${each.join("; ")}`);
+    return result(
+      "latency",
+      "warn",
+      `expected lock latency ${fmt(expected)} ms; slower than nodeTimeout ${o.nodeTimeout} ms: ${each.join("; ")}`,
+    );
   }
   if (coldSlow.length > 0) {
     return result(
       "latency",
       "warn",
-      `expected lock latency ${fmt(expected)} ms; the first request to ${list(coldSlow)} (new connection) took ≥ nodeTimeout ${o.nodeTimeout} ms: a cold start's first round may miss it`,
+      `expected lock latency ${fmt(expected)} ms; the first request to ${list(coldSlow)} (new connection) ` +
+        `took ≥ nodeTimeout ${o.nodeTimeout} ms: a cold start's first round may miss it`,
     );
   }
-  return result("latency", "ok", `expected lock latency ${fmt(expected)} ms (the ${quorumTh}-fastest p50), below nodeTimeout ${o.nodeTimeout} ms`);
+  return result(
+    "latency",
+    "ok",
+    `expected lock latency ${fmt(expected)} ms (the ${quorumTh}-fastest p50), below nodeTimeout ${o.nodeTimeout} ms`,
+  );
 };
 
 /** How far apart the node clocks are at least: the offsets minus their uncertainty; null with fewer than two. */
 function clockSpread(up: NodeHealth[]): number | null {
   const clocks = up.filter((h) => h.clockOffsetMs !== undefined && h.clockUncertaintyMs !== undefined);
   if (clocks.length < 2) return null;
-  return Math.max(0, Math.max(...clocks.map((h) => h.clockOffsetMs! - h.clockUncertaintyMs!)) - Math.min(...clocks.map((h) => h.clockOffsetMs! + h.clockUncertaintyMs!)));
+  return Math.max(
+    0,
+    Math.max(...clocks.map((h) => h.clockOffsetMs! - h.clockUncertaintyMs!)) -
+      Math.min(...clocks.map((h) => h.clockOffsetMs! + h.clockUncertaintyMs!)),
+  );
 }
 
 const clocks: Check = ({ up, o }) => {
   const spread = clockSpread(up);
   if (spread === null) return undefined;
   const drift = driftAllowance(o.ttl, o.driftFactor);
-  const apart = spread === 0 ? "node clocks agree within the measurement" : `node clocks at least ${fmt(spread)} ms apart`;
-  const within = `${apart} (TIME, ± half a round trip); drift allowance ${fmt(drift)} ms (ttl ${o.ttl} × ${o.driftFactor} + 2)`;
-  return result("clocks", spread > drift ? "warn" : "ok", spread > drift ? `${within}: a clock this far off may also run fast or jump` : within);
+  const apart =
+    spread === 0 ? "node clocks agree within the measurement" : `node clocks at least ${fmt(spread)} ms apart`;
+  const allowance = `drift allowance ${fmt(drift)} ms (ttl ${o.ttl} × ${o.driftFactor} + 2)`;
+  const within = `${apart} (TIME, ± half a round trip); ${allowance}`;
+  return result(
+    "clocks",
+    spread > drift ? "warn" : "ok",
+    spread > drift ? `${within}: a clock this far off may also run fast or jump` : within,
+  );
 };
 
 const eviction: Check = ({ up }) => {
   const evicting = up.filter((h) => typeof h.eviction === "string" && h.eviction !== "noeviction");
   const silent = up.filter((h) => h.eviction === null);
   if (evicting.length > 0) {
-    return result("eviction", "warn", `${evicting.map((h) => `${h.label}: ${h.eviction}`).join(", ")}: under memory pressure a lock key can be evicted (turn eviction off)`);
+    return result(
+      "eviction",
+      "warn",
+      `${evicting.map((h) => `${h.label}: ${h.eviction}`).join(", ")}: ` +
+        "under memory pressure a lock key can be evicted (turn eviction off)",
+    );
   }
-  if (silent.length > 0) return result("eviction", "ok", `not reported by ${list(silent)}: make sure eviction is off in the database's settings`);
+  if (silent.length > 0)
+    return result(
+      "eviction",
+      "ok",
+      `not reported by ${list(silent)}: make sure eviction is off in the database's settings`,
+    );
   if (up.length > 0) return result("eviction", "ok", "noeviction on every node");
   return undefined;
 };
@@ -144,18 +201,23 @@ const CHECKS: Check[] = [config, reachable, scripts, keyLocking, independence, l
  * const report = judge(health, 3, { nodeTimeout: 500, ttl: 10_000, driftFactor: 0.01 }, written, trial);
  * ```
  */
-export function judge(health: NodeHealth[], quorum: number, o: Judged, written: Set<number>, trial: Trial | undefined): DoctorReport {
+export function judge(
+  health: NodeHealth[],
+  quorum: number,
+  o: Judged,
+  written: Set<number>,
+  trial: Trial | undefined,
+): DoctorReport {
   const up = health.filter((h) => h.reachable);
   const findings: Findings = { health, up, quorum, o, written, trial };
   const checks = CHECKS.flatMap((check) => check(findings) ?? []);
   const expected = expectedLatency(health, quorum);
   const failed = checks.filter((c) => c.status === "fail");
   const warned = checks.filter((c) => c.status === "warn");
-  const verdict =
-    failed.length > 0
-      ? `FAIL: ${failed.map((c) => c.name).join(", ")}`
-      : `OK${warned.length > 0 ? ` with ${plural(warned.length, "warning")} (${warned.map((c) => c.name).join(", ")})` : ""}: ` +
-        `${up.length} independent nodes, quorum ${quorum}, a lock takes about ${fmt(expected ?? 0)} ms`;
+  const warnings =
+    warned.length > 0 ? ` with ${plural(warned.length, "warning")} (${warned.map((c) => c.name).join(", ")})` : "";
+  const summary = `${up.length} independent nodes, quorum ${quorum}, a lock takes about ${fmt(expected ?? 0)} ms`;
+  const verdict = failed.length > 0 ? `FAIL: ${failed.map((c) => c.name).join(", ")}` : `OK${warnings}: ${summary}`;
   return {
     ok: failed.length === 0,
     verdict,
@@ -169,7 +231,8 @@ export function judge(health: NodeHealth[], quorum: number, o: Judged, written: 
 }
 
 function ordinal(n: number): string {
-  return `${n}${n % 10 === 1 && n % 100 !== 11 ? "st" : n % 10 === 2 && n % 100 !== 12 ? "nd" : n % 10 === 3 && n % 100 !== 13 ? "rd" : "th"}`;
+  const teen = n % 100 >= 11 && n % 100 <= 13;
+  return `${n}${teen ? "th" : (["th", "st", "nd", "rd"][n % 10] ?? "th")}`;
 }
 
 function fmt(ms: number): string {

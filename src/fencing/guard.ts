@@ -21,11 +21,19 @@ export interface FencedWriteOptions {
  * @param redis an `@upstash/redis` client (or any client with `eval`) of the database that holds the resource
  * @returns whether the write was accepted
  * @example
+ * ```ts
  * const lock = await redlock.acquire(["invoice:7"], 10_000, { fencing: true });
  * const accepted = await fencedWrite(db, "invoice:7", JSON.stringify(invoice), lock.fence!);
  * if (!accepted) throw new Error("a newer holder wrote first");
+ * ```
  */
-export async function fencedWrite(redis: Pick<ScriptClient, "eval">, key: string, value: string, fence: string, options: FencedWriteOptions = {}): Promise<boolean> {
+export async function fencedWrite(
+  redis: Pick<ScriptClient, "eval">,
+  key: string,
+  value: string,
+  fence: string,
+  options: FencedWriteOptions = {},
+): Promise<boolean> {
   if (typeof value !== "string") throw new InvalidArgumentError("value", "must be a string");
   const tokenKey = checkFenced(key, fence, options);
   const reply = await runGuard(redis, FENCED_WRITE, [key, tokenKey], [fence, value]);
@@ -40,8 +48,10 @@ export async function fencedWrite(redis: Pick<ScriptClient, "eval">, key: string
  * holder's write is refused even if the newer one has not written yet.
  * @returns `{ accepted: false }` for a stale token, else `{ accepted: true, value }` (null when unset)
  * @example
+ * ```ts
  * const read = await fencedRead(db, "counter", lock.fence!);
  * if (read.accepted) await fencedWrite(db, "counter", String(Number(read.value ?? 0) + 1), lock.fence!);
+ * ```
  */
 export async function fencedRead(
   redis: Pick<ScriptClient, "eval">,
@@ -64,10 +74,18 @@ export async function fencedRead(
  * message keeps the database's words but not the command (`@upstash/redis` appends it, with the key, the
  * token and the value written).
  */
-async function runGuard(redis: Pick<ScriptClient, "eval">, script: Script, keys: string[], args: string[]): Promise<unknown> {
+async function runGuard(
+  redis: Pick<ScriptClient, "eval">,
+  script: Script,
+  keys: string[],
+  args: string[],
+): Promise<unknown> {
   const send = (c: EvalCommand) => redis.eval(c.script, c.keys, c.args);
   try {
-    return await evalScript(send, script, keys, args, new AbortController().signal, { keyLocking: { accepted: true }, evalsha: false });
+    return await evalScript(send, script, keys, args, new AbortController().signal, {
+      keyLocking: { accepted: true },
+      evalsha: false,
+    });
   } catch (error) {
     throw new RedlockError(`${script.name}: ${redact(errorText(error), args)}`);
   }
@@ -75,8 +93,10 @@ async function runGuard(redis: Pick<ScriptClient, "eval">, script: Script, keys:
 
 function checkFenced(key: unknown, fence: unknown, options: FencedWriteOptions): string {
   if (typeof key !== "string" || key === "") throw new InvalidArgumentError("key", "must be a non-empty string");
-  if (typeof fence !== "string" || !DECIMAL.test(fence)) throw new InvalidArgumentError("fence", "must be a fencing token (a decimal string)");
+  if (typeof fence !== "string" || !DECIMAL.test(fence))
+    throw new InvalidArgumentError("fence", "must be a fencing token (a decimal string)");
   const tokenKey = options.tokenKey ?? `${key}:fence`;
-  if (typeof tokenKey !== "string" || tokenKey === "" || tokenKey === key) throw new InvalidArgumentError("options.tokenKey", "must be a non-empty string other than the key");
+  if (typeof tokenKey !== "string" || tokenKey === "" || tokenKey === key)
+    throw new InvalidArgumentError("options.tokenKey", "must be a non-empty string other than the key");
   return tokenKey;
 }

@@ -6,7 +6,10 @@ const READ_AHEAD_BYTES = 1 << 20;
 /** A response whose body is watched, and when that body ended. */
 export interface WatchedBody {
   response: Response;
-  /** Resolves once the handler's stream is over: ended, failed, or cancelled (and its cancel settled). Never rejects. */
+  /**
+   * Resolves once the handler's stream is over: ended, failed, or cancelled (and its cancel settled). Never
+   * rejects.
+   */
   ended: Promise<void>;
 }
 
@@ -31,9 +34,11 @@ export interface WatchOptions {
  * - `lost` aborts: the body is cut with its reason (a client must not take half an answer for a whole
  *   one) and the handler's stream cancelled.
  * @example
+ * ```ts
  * const { response, ended } = watchBody(c.res, { lost: keeper.signal, onAbandon, graceMs: ttl, sleep });
  * c.res = response;
  * ctx.waitUntil(ended.then(() => lock.release()));
+ * ```
  */
 export function watchBody(response: Response, options: WatchOptions): WatchedBody {
   const source = response.body;
@@ -88,7 +93,11 @@ export function watchBody(response: Response, options: WatchOptions): WatchedBod
 }
 
 /** Reads the handler's stream to its end, dropping what it writes; cancels it after `graceMs` or when `lost` aborts. */
-async function runOut(reader: ReadableStreamDefaultReader<Uint8Array>, reason: unknown, options: WatchOptions): Promise<void> {
+async function runOut(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  reason: unknown,
+  options: WatchOptions,
+): Promise<void> {
   const stop = new AbortController();
   const deadline = options.sleep(options.graceMs, stop.signal).then(
     () => "late" as const,
@@ -106,7 +115,10 @@ async function runOut(reader: ReadableStreamDefaultReader<Uint8Array>, reason: u
   if (outcome !== "ended") await reader.cancel(reason).catch(() => {});
 }
 
-/** `response` with another body. A status text that is not a byte string (a proxied reply) is left out rather than failing. */
+/**
+ * `response` with another body. A status text that is not a byte string (a proxied reply) is left out rather than
+ * failing.
+ */
 function copyResponse(body: ReadableStream<Uint8Array>, response: Response): Response {
   try {
     return new Response(body, response);

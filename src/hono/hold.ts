@@ -20,13 +20,28 @@ const fromEnvCache = new Map<string, Redlock>();
 let reportedMissing = false;
 
 /** The options both middlewares check when the route is defined (not on the first request). */
-export function checkHoldOptions(options: { ttl: number; redlock?: unknown; wait?: unknown; maxHold?: number; lostHeader?: string }): string {
-  // The ttl must exceed the nodeTimeout of the Redlock used: the given one's, or the default's (a factory's is checked per request).
-  checkTtl(options.ttl, options.redlock instanceof Redlock ? options.redlock.options.nodeTimeout : typeof options.redlock === "function" ? 0 : DEFAULTS.nodeTimeout);
+export function checkHoldOptions(options: {
+  ttl: number;
+  redlock?: unknown;
+  wait?: unknown;
+  maxHold?: number;
+  lostHeader?: string;
+}): string {
+  // The ttl must exceed the nodeTimeout of the Redlock used: the given one's, or the default's (a factory's is
+  // checked per request).
+  checkTtl(
+    options.ttl,
+    options.redlock instanceof Redlock
+      ? options.redlock.options.nodeTimeout
+      : typeof options.redlock === "function"
+        ? 0
+        : DEFAULTS.nodeTimeout,
+  );
   if (typeof options.wait === "number") checkDuration("options.wait", options.wait);
   checkDuration("options.maxHold", options.maxHold, 1);
   const lostHeader = options.lostHeader ?? DEFAULT_LOST_HEADER;
-  if (typeof lostHeader !== "string" || !/^[A-Za-z0-9-]+$/.test(lostHeader)) throw new InvalidArgumentError("options.lostHeader", "must be a header name");
+  if (typeof lostHeader !== "string" || !/^[A-Za-z0-9-]+$/.test(lostHeader))
+    throw new InvalidArgumentError("options.lostHeader", "must be a header name");
   return lostHeader;
 }
 
@@ -77,9 +92,18 @@ export interface HoldOptions<L extends Lock> {
  * (see {@link watchBody}); then releases it — through `executionCtx.waitUntil` on Workers, else before
  * the response goes out when the body is not streamed. Whatever happens, the release runs.
  */
-export async function holdThrough<L extends Lock>(c: Context, next: () => Promise<void>, how: HoldOptions<L>): Promise<void> {
+export async function holdThrough<L extends Lock>(
+  c: Context,
+  next: () => Promise<void>,
+  how: HoldOptions<L>,
+): Promise<void> {
   const { held, redlock, ttl } = how;
-  const keeper = keepLock(held, { clock: redlock.options.clock, ttl, threshold: redlock.defaultThreshold(ttl), maxHold: how.maxHold });
+  const keeper = keepLock(held, {
+    clock: redlock.options.clock,
+    ttl,
+    threshold: redlock.defaultThreshold(ttl),
+    maxHold: how.maxHold,
+  });
   // Aborts when the client no longer reads the body (cancel, HEAD): the handler should stop producing it.
   const abandoned = new AbortController();
   how.expose(anySignal([keeper.signal, abandoned.signal]));

@@ -6,8 +6,11 @@ import type { Lock } from "../lock/lock.ts";
 import { MAX_PERMITS, type Permit } from "../semaphore/semaphore.ts";
 import { checkHoldOptions, holdThrough, pickRedlock, retryAfterSeconds, type RedlockChoice } from "./hold.ts";
 
+export type { RedlockChoice } from "./hold.ts";
+
 /** What the {@link redlock} middleware hands on as `c.var.lock`. */
 export interface HeldLock {
+  /** The lock held for this request. */
   lock: Lock;
   /** Epoch ms when validity ends; moves with each automatic extension. */
   readonly expiresAt: number;
@@ -25,6 +28,7 @@ export type RedlockVariables = { lock: HeldLock };
 
 /** What the {@link semaphore} middleware hands on as `c.var.permit`. */
 export interface HeldPermit {
+  /** The permit held for this request. */
   permit: Permit;
   /** Epoch ms when validity ends; moves with each automatic extension. */
   readonly expiresAt: number;
@@ -37,38 +41,52 @@ export type SemaphoreVariables = { permit: HeldPermit };
 
 /** What `onBusy` gets. */
 export interface BusyInfo {
+  /** The resources the route asked for. */
   resources: string[];
   /** The holder's remaining time as the nodes reported it, if known (ms). */
   retryAfterMs: number | undefined;
+  /** The error `acquire` threw (reason `held`). */
   error: LockAcquisitionError;
 }
 
 /** What `onFull` gets. */
 export interface FullInfo {
+  /** The semaphore's key. */
   key: string;
+  /** How many permits it has. */
   limit: number;
   /** When the soonest held permit expires, as the nodes reported it, if known (ms). */
   retryAfterMs: number | undefined;
+  /** The error `acquire` threw (reason `held`: every permit is held). */
   error: LockAcquisitionError;
 }
 
 /** What `onUnavailable` gets. */
 export interface UnavailableInfo {
+  /** The resources the route asked for. */
   resources: string[];
+  /** Why no quorum answered: `unreachable` or `expired`. */
   reason: FailureReason;
+  /** The error `acquire` threw. */
   error: LockAcquisitionError;
 }
 
 /** One key, several keys, or a function of the request that returns them. */
-export type LockKey<E extends Env> = string | string[] | ((c: Context<E>) => string | string[] | Promise<string | string[]>);
+export type LockKey<E extends Env> =
+  | string
+  | string[]
+  | ((c: Context<E>) => string | string[] | Promise<string | string[]>);
 
 /** Options both middlewares take. */
-interface HoldMiddlewareOptions<E extends Env> {
+export interface HoldMiddlewareOptions<E extends Env> {
   /** ttl in ms; extended automatically while the handler runs. Default 10 000. */
   ttl?: number;
   /** How long to keep retrying while busy or full, in ms (0 = fail fast). Default 0. */
   wait?: number | ((c: Context<E>) => number);
-  /** The Redlock to use: an instance, or a factory. Default: built once per isolate by `Redlock.fromEnv` from the runtime's environment. */
+  /**
+   * The Redlock to use: an instance, or a factory. Default: built once per isolate by `Redlock.fromEnv` from the
+   * runtime's environment.
+   */
   redlock?: RedlockChoice<E>;
   /** Response when no quorum could be reached. Default: 503 with `{ error, reason }`. */
   onUnavailable?: (c: Context<E>, info: UnavailableInfo) => Response | Promise<Response>;
@@ -80,7 +98,10 @@ interface HoldMiddlewareOptions<E extends Env> {
 
 /** Options of the {@link redlock} middleware. */
 export interface RedlockMiddlewareOptions<E extends Env = Env> extends HoldMiddlewareOptions<E> {
-  /** Response when another holder has the lock. Default: 423 with `{ error, resource, retryAfterMs }` and `Retry-After`. */
+  /**
+   * Response when another holder has the lock. Default: 423 with `{ error, resource, retryAfterMs }` and
+   * `Retry-After`.
+   */
   onBusy?: (c: Context<E>, info: BusyInfo) => Response | Promise<Response>;
 }
 
@@ -88,7 +109,10 @@ export interface RedlockMiddlewareOptions<E extends Env = Env> extends HoldMiddl
 export interface SemaphoreMiddlewareOptions<E extends Env = Env> extends HoldMiddlewareOptions<E> {
   /** How many requests may run the route at once, across every isolate (1 to 100). Required. */
   limit: number;
-  /** Response when every permit is held. Default: 429 with `{ error, semaphore, limit, retryAfterMs }` and `Retry-After`. */
+  /**
+   * Response when every permit is held. Default: 429 with `{ error, semaphore, limit, retryAfterMs }` and
+   * `Retry-After`.
+   */
   onFull?: (c: Context<E>, info: FullInfo) => Response | Promise<Response>;
 }
 
@@ -104,6 +128,7 @@ const DEFAULT_TTL = 10_000;
  * @param options see {@link RedlockMiddlewareOptions}
  * @returns a Hono middleware that sets `c.var.lock`
  * @example
+ * ```ts
  * import { Hono } from "hono";
  * import { redlock } from "edge-redlock/hono";
  *
@@ -112,11 +137,16 @@ const DEFAULT_TTL = 10_000;
  *   await pay(c.req.param("id"), { signal: c.var.lock.signal });
  *   return c.json({ paid: true });
  * });
+ * ```
  */
-export const redlock = <E extends Env = Env>(key: LockKey<E>, options: RedlockMiddlewareOptions<E> = {}): MiddlewareHandler<E & { Variables: RedlockVariables }> => {
+export const redlock = <E extends Env = Env>(
+  key: LockKey<E>,
+  options: RedlockMiddlewareOptions<E> = {},
+): MiddlewareHandler<E & { Variables: RedlockVariables }> => {
   const ttl = options.ttl ?? DEFAULT_TTL;
   const lostHeader = checkHoldOptions({ ...options, ttl });
-  if (typeof key !== "string" && typeof key !== "function" && !Array.isArray(key)) throw new InvalidArgumentError("key", "must be a string, an array of strings or a function");
+  if (typeof key !== "string" && typeof key !== "function" && !Array.isArray(key))
+    throw new InvalidArgumentError("key", "must be a string, an array of strings or a function");
   return createMiddleware<E & { Variables: RedlockVariables }>(async function redlockMiddleware(c, next) {
     const ctx = c as unknown as Context<E>;
     const resources = [await (typeof key === "function" ? key(ctx) : key)].flat();
@@ -131,7 +161,14 @@ export const redlock = <E extends Env = Env>(key: LockKey<E>, options: RedlockMi
       const info = { resources, retryAfterMs: error.retryAfterMs, error };
       if (options.onBusy) return options.onBusy(ctx, info);
       c.header("Retry-After", retryAfterSeconds(info.retryAfterMs ?? ttl));
-      return c.json({ error: "locked", resource: resources.length === 1 ? resources[0] : resources, retryAfterMs: info.retryAfterMs ?? null }, 423);
+      return c.json(
+        {
+          error: "locked",
+          resource: resources.length === 1 ? resources[0] : resources,
+          retryAfterMs: info.retryAfterMs ?? null,
+        },
+        423,
+      );
     }
     await holdThrough(c, next, {
       held: lock,
@@ -160,23 +197,28 @@ export const redlock = <E extends Env = Env>(key: LockKey<E>, options: RedlockMi
  * @param options see {@link SemaphoreMiddlewareOptions}; `limit` is required
  * @returns a Hono middleware that sets `c.var.permit`
  * @example
+ * ```ts
  * import { semaphore } from "edge-redlock/hono";
  *
  * // At most 2 renders at once, whatever the traffic; the others wait up to 5 s, then get 429.
  * app.post("/render", semaphore("renders", { limit: 2, ttl: 30_000, wait: 5_000 }), async (c) => {
  *   return c.body(await render(await c.req.json(), { signal: c.var.permit.signal }));
  * });
+ * ```
  */
 export const semaphore = <E extends Env = Env>(
   key: string | ((c: Context<E>) => string | Promise<string>),
   options: SemaphoreMiddlewareOptions<E>,
 ): MiddlewareHandler<E & { Variables: SemaphoreVariables }> => {
-  if (typeof options !== "object" || options === null) throw new InvalidArgumentError("options", "must be an object with a limit");
+  if (typeof options !== "object" || options === null)
+    throw new InvalidArgumentError("options", "must be an object with a limit");
   const { limit } = options;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS) throw new InvalidArgumentError("options.limit", `must be an integer from 1 to ${MAX_PERMITS}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS)
+    throw new InvalidArgumentError("options.limit", `must be an integer from 1 to ${MAX_PERMITS}`);
   const ttl = options.ttl ?? DEFAULT_TTL;
   const lostHeader = checkHoldOptions({ ...options, ttl });
-  if (typeof key !== "string" && typeof key !== "function") throw new InvalidArgumentError("key", "must be a string or a function");
+  if (typeof key !== "string" && typeof key !== "function")
+    throw new InvalidArgumentError("key", "must be a string or a function");
   return createMiddleware<E & { Variables: SemaphoreVariables }>(async function semaphoreMiddleware(c, next) {
     const ctx = c as unknown as Context<E>;
     const name = await (typeof key === "function" ? key(ctx) : key);
@@ -191,7 +233,10 @@ export const semaphore = <E extends Env = Env>(
       const info = { key: name, limit, retryAfterMs: error.retryAfterMs, error };
       if (options.onFull) return options.onFull(ctx, info);
       c.header("Retry-After", retryAfterSeconds(info.retryAfterMs ?? ttl));
-      return c.json({ error: "too many concurrent requests", semaphore: name, limit, retryAfterMs: info.retryAfterMs ?? null }, 429);
+      return c.json(
+        { error: "too many concurrent requests", semaphore: name, limit, retryAfterMs: info.retryAfterMs ?? null },
+        429,
+      );
     }
     await holdThrough(c, next, {
       held: permit,
@@ -217,8 +262,14 @@ function acquireOptions<E extends Env>(c: Context<E>, wait: HoldMiddlewareOption
   return { retryCount: ms > 0 ? -1 : 0, maxWait: ms, signal: c.req.raw.signal };
 }
 
-function unavailable<E extends Env>(c: Context<E>, options: HoldMiddlewareOptions<E>, resources: string[], error: LockAcquisitionError): Response | Promise<Response> {
+function unavailable<E extends Env>(
+  c: Context<E>,
+  options: HoldMiddlewareOptions<E>,
+  resources: string[],
+  error: LockAcquisitionError,
+): Response | Promise<Response> {
   const info = { resources, reason: error.reason, error };
-  return options.onUnavailable ? options.onUnavailable(c, info) : c.json({ error: "lock unavailable", reason: error.reason }, 503);
+  return options.onUnavailable
+    ? options.onUnavailable(c, info)
+    : c.json({ error: "lock unavailable", reason: error.reason }, 503);
 }
-

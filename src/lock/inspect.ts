@@ -6,10 +6,14 @@ import { toHex } from "../support/random.ts";
 /**
  * What one node says about some keys.
  * @example
+ * ```ts
  * { node: 2, label: "eu1-…", held: true, pttl: 8120, holder: "3f2a9c0d11e4b7a2" }
+ * ```
  */
 export interface NodeInspection {
+  /** The node's index in the `nodes` given to `Redlock` (0-based). */
   node: number;
+  /** The node's label (its host, or the label you gave). */
   label: string;
   /** Whether any of the keys is set on this node. */
   held: boolean;
@@ -28,11 +32,16 @@ export interface NodeInspection {
 /**
  * What {@link Redlock.inspect} reports.
  * @example
+ * ```ts
  * const { heldByQuorum, freeInMs } = await redlock.inspect(["orders:42"]);
+ * ```
  */
 export interface Inspection {
+  /** The resources read. */
   resources: string[];
+  /** How many nodes make a quorum. */
   quorum: number;
+  /** Per node, in node order. */
   nodes: NodeInspection[];
   /** Whether one holder holds every resource on a quorum of nodes. */
   heldByQuorum: boolean;
@@ -46,11 +55,16 @@ export interface Inspection {
 /**
  * What a semaphore's inspect reports.
  * @example
+ * ```ts
  * const { held, limit, soonestExpiresInMs } = await semaphore.inspect();
+ * ```
  */
 export interface SemaphoreInspection {
+  /** The semaphore's key. */
   key: string;
+  /** How many permits it has. */
   limit: number;
+  /** How many nodes make a quorum. */
   quorum: number;
   /** Permits held by a quorum now (never more than `limit`). */
   held: number;
@@ -67,7 +81,9 @@ type Reading = { slots: ({ holder: string; pttl: number } | null)[] } | { error:
 async function readAll(rounds: Rounds, keys: string[]): Promise<Reading[]> {
   const replies = await rounds.read(INSPECT, keys);
   const salt = crypto.getRandomValues(new Uint8Array(16));
-  return Promise.all(replies.map((reply) => (reply.ok ? parse(reply.reply, keys.length, salt) : { error: reply.cause })));
+  return Promise.all(
+    replies.map((reply) => (reply.ok ? parse(reply.reply, keys.length, salt) : { error: reply.cause })),
+  );
 }
 
 async function parse(reply: unknown, count: number, salt: Uint8Array): Promise<Reading> {
@@ -75,7 +91,13 @@ async function parse(reply: unknown, count: number, salt: Uint8Array): Promise<R
   const slots: ({ holder: string; pttl: number } | null)[] = [];
   for (const entry of reply) {
     if (entry === 0) slots.push(null);
-    else if (Array.isArray(entry) && entry.length === 2 && typeof entry[0] === "string" && Number.isInteger(entry[1]) && entry[1] >= -1) {
+    else if (
+      Array.isArray(entry) &&
+      entry.length === 2 &&
+      typeof entry[0] === "string" &&
+      Number.isInteger(entry[1]) &&
+      entry[1] >= -1
+    ) {
       slots.push({ holder: await digest(entry[0], salt), pttl: entry[1] });
     } else return { error: "unexpected reply" };
   }
@@ -104,7 +126,9 @@ function quorumLasts(pttls: number[], quorum: number): number {
 /**
  * Who holds `resources`, per node and on the whole (see {@link Inspection}).
  * @example
+ * ```ts
  * const inspection = await inspectResources(rounds, ["orders:42"]);
+ * ```
  */
 export async function inspectResources(rounds: Rounds, resources: string[]): Promise<Inspection> {
   const readings = await readAll(rounds, resources);
@@ -115,12 +139,19 @@ export async function inspectResources(rounds: Rounds, resources: string[]): Pro
     if (set.length === 0) return { ...base, held: false };
     const pttl = set.some((s) => s.pttl === -1) ? -1 : Math.max(...set.map((s) => s.pttl));
     const holders = new Set(reading.slots.map((slot) => slot?.holder));
-    return { ...base, held: true, pttl, ...(holders.size === 1 && !holders.has(undefined) ? { holder: set[0].holder } : {}) };
+    return {
+      ...base,
+      held: true,
+      pttl,
+      ...(holders.size === 1 && !holders.has(undefined) ? { holder: set[0].holder } : {}),
+    };
   });
   const counts = new Map<string, number>();
   for (const n of nodes) if (n.holder) counts.set(n.holder, (counts.get(n.holder) ?? 0) + 1);
   // A node is free when none of the keys is set; one in error may never be.
-  const freeAt = nodes.map((n) => (n.error ? Infinity : !n.held ? 0 : n.pttl === -1 ? Infinity : (n.pttl ?? Infinity))).sort((a, b) => a - b);
+  const freeAt = nodes
+    .map((n) => (n.error ? Infinity : !n.held ? 0 : n.pttl === -1 ? Infinity : (n.pttl ?? Infinity)))
+    .sort((a, b) => a - b);
   const freeIn = freeAt[rounds.quorum - 1];
   return {
     resources,
@@ -134,7 +165,9 @@ export async function inspectResources(rounds: Rounds, resources: string[]): Pro
 /**
  * How many permits of a semaphore a quorum holds, from its slot keys (see {@link SemaphoreInspection}).
  * @example
+ * ```ts
  * const inspection = await inspectSlots(rounds, "renders", slotKeys);
+ * ```
  */
 export async function inspectSlots(rounds: Rounds, key: string, slots: string[]): Promise<SemaphoreInspection> {
   const readings = await readAll(rounds, slots);

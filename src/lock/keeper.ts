@@ -5,6 +5,7 @@ import type { Lock } from "./lock.ts";
 
 /** How a lock is kept. */
 export interface KeepOptions {
+  /** The clock the lock's Redlock uses (`redlock.options.clock`). */
   clock: Clock;
   /** The ttl each extension asks for. */
   ttl: number;
@@ -29,8 +30,10 @@ export interface Keeper {
  * if validity reaches 0 without a successful extension, or an extension fails, the signal aborts.
  * Never rejects and never leaves an unhandled rejection behind.
  * @example
+ * ```ts
  * const keeper = keepLock(lock, { clock: systemClock, ttl: 10_000, threshold: 5_000 });
  * try { await work(keeper.signal); } finally { await keeper.stop(); await lock.release(); }
+ * ```
  */
 export function keepLock(lock: Lock, options: KeepOptions): Keeper {
   const { clock, ttl, threshold, maxHold } = options;
@@ -83,7 +86,9 @@ export function keepLock(lock: Lock, options: KeepOptions): Keeper {
  * lock — also when the routine throws. Returns once a quorum answered the release. What `using()` of a
  * lock and of a semaphore do after acquiring.
  * @example
+ * ```ts
  * return holdWhile(await redlock.acquire(["k"], ttl), routine, { clock, ttl, threshold, signal });
+ * ```
  */
 export async function holdWhile<L extends Lock, T>(
   lock: L,

@@ -42,7 +42,13 @@ export class Lifecycle {
   }
 
   /** A failed attempt: its tally, and the release of `keys` on every node where `grant` may have set them. */
-  failed(attempt: number, round: Round, grant: Grant, ttl: number, keys: string[]): { failed: AttemptTally; cleanup: Promise<void> } {
+  failed(
+    attempt: number,
+    round: Round,
+    grant: Grant,
+    ttl: number,
+    keys: string[],
+  ): { failed: AttemptTally; cleanup: Promise<void> } {
     const rounds = this.#rounds;
     return {
       failed: rounds.tally(attempt, round, grant.start, rounds.validity(ttl, grant.start)),
@@ -82,10 +88,14 @@ export class Lifecycle {
     if (start >= state.deadline) throw new LockExtensionError(lock.resources);
     // Stragglers run on (they move the expiry on the other nodes too). None can outlive a release:
     // the script only lengthens a key that still holds the value.
-    const round = await rounds.round(EXTEND, keys, [state.value, String(ttl)], { decide: "outcome", cancelStragglers: false });
+    const round = await rounds.round(EXTEND, keys, [state.value, String(ttl)], {
+      decide: "outcome",
+      cancelStragglers: false,
+    });
     if (state.released) throw new LockExtensionError(lock.resources, undefined, "released");
     const validity = rounds.validity(ttl, start);
-    if (round.granted < rounds.quorum || validity <= 0) throw new LockExtensionError(lock.resources, rounds.tally(1, round, start, validity));
+    if (round.granted < rounds.quorum || validity <= 0)
+      throw new LockExtensionError(lock.resources, rounds.tally(1, round, start, validity));
     state.deadline = start + ttl - rounds.drift(ttl);
     state.expiresAt = rounds.clock.epoch() + validity;
     return lock;
@@ -100,7 +110,10 @@ export class Lifecycle {
     const late = new Map<number, Promise<Vote>>();
     for (const vote of round.votes) {
       if (vote.outcome !== "unanswered") continue;
-      const reply = round.settled[vote.node].then(async (settled) => (await this.#rounds.landed(settled), settled));
+      const reply = round.settled[vote.node].then(async (settled) => {
+        await this.#rounds.landed(settled);
+        return settled;
+      });
       late.set(vote.node, reply);
       void reply.then(() => late.delete(vote.node));
     }

@@ -7,13 +7,17 @@ import type { NodeVote, Vote } from "../scripts/vote.ts";
  * nodes that deleted the lock's keys; nodes that no longer held them (expired, or taken over) are not
  * errors; nodes that had not answered yet are `unanswered` in `votes`.
  * @example
+ * ```ts
  * const { released, errors, pending } = await lock.release();
  * ctx.waitUntil(pending);
+ * ```
  */
 export interface ReleaseResult {
+  /** Nodes that deleted the lock's keys. */
   released: number;
   /** Nodes that gave no usable answer within nodeTimeout. */
   errors: number;
+  /** Per node, what it answered (`unanswered`: not yet when a quorum had). */
   votes: NodeVote[];
   /**
    * What runs on after `release()` resolved: the release requests still out when a quorum had answered,
@@ -55,14 +59,17 @@ export function lockState(lock: Lock): LockState {
   return state;
 }
 
-const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? (Symbol.for("Symbol.asyncDispose") as typeof Symbol.asyncDispose);
+const asyncDispose: typeof Symbol.asyncDispose =
+  Symbol.asyncDispose ?? (Symbol.for("Symbol.asyncDispose") as typeof Symbol.asyncDispose);
 
 /**
  * A lock held on a quorum of nodes until {@link Lock.expiresAt}. Act on the resources only while
  * `Date.now() < lock.expiresAt` (better: check {@link Lock.validityMs}); extend before it ends.
  * @example
+ * ```ts
  * const lock = await redlock.acquire(["orders:42"], 10_000);
  * try { await charge(order); } finally { await lock.release(); }
+ * ```
  */
 export class Lock {
   /** The keys this lock holds, in the order given. */
@@ -75,8 +82,17 @@ export class Lock {
    */
   readonly fence: string | undefined;
 
-  /** @internal Made by {@link Redlock.acquire} (or a semaphore); `keys` are the keys on the nodes, `resources` by default. */
-  constructor(resources: readonly string[], value: string, attempts: number, fence: string | undefined, state: Omit<LockState, "value" | "released" | "keys"> & { keys?: readonly string[] }) {
+  /**
+   * @internal Made by {@link Redlock.acquire} (or a semaphore); `keys` are the keys on the nodes, `resources` by
+   * default.
+   */
+  constructor(
+    resources: readonly string[],
+    value: string,
+    attempts: number,
+    fence: string | undefined,
+    state: Omit<LockState, "value" | "released" | "keys"> & { keys?: readonly string[] },
+  ) {
     this.resources = Object.freeze([...resources]);
     this.attempts = attempts;
     this.fence = fence;
@@ -104,7 +120,9 @@ export class Lock {
    * Resolves with this lock, its `expiresAt` moved; rejects with {@link LockExtensionError} when the
    * lock is lost or was released.
    * @example
+   * ```ts
    * await lock.extend(10_000);
+   * ```
    */
   extend(ttl: number): Promise<Lock> {
     return lockState(this).owner.extend(this, ttl);
@@ -114,7 +132,9 @@ export class Lock {
    * Deletes the keys on every node that still holds this lock's value. Never throws for node failures.
    * From the call on the lock is dead: `extend` rejects, and an extension in flight reports failure.
    * @example
+   * ```ts
    * const { released } = await lock.release();
+   * ```
    */
   release(): Promise<ReleaseResult> {
     return lockState(this).owner.release(this);
@@ -125,7 +145,9 @@ export class Lock {
    * release, as with `release()`; {@link ReleaseResult.pending} runs on in the background (on Workers,
    * call `release()` yourself and hand `pending` to `ctx.waitUntil`).
    * @example
+   * ```ts
    * await using lock = await redlock.acquire(["k"], 5_000);
+   * ```
    */
   async [asyncDispose](): Promise<void> {
     await this.release();
@@ -133,6 +155,10 @@ export class Lock {
 
   /** Keeps the value out of `JSON.stringify` and logs. */
   toJSON(): { resources: readonly string[]; expiresAt: number; fence?: string } {
-    return { resources: this.resources, expiresAt: this.expiresAt, ...(this.fence === undefined ? {} : { fence: this.fence }) };
+    return {
+      resources: this.resources,
+      expiresAt: this.expiresAt,
+      ...(this.fence === undefined ? {} : { fence: this.fence }),
+    };
   }
 }

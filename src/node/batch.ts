@@ -8,7 +8,9 @@ export type Outcome = { ok: true; value: unknown } | { ok: false; error: string 
  * several as one pipeline request and resolves with one outcome per command, in order. Both stop when
  * `signal` aborts.
  * @example
+ * ```ts
  * const transport: Transport<string[]> = { one: (c, s) => post("/", c, s), many: (cs, s) => post("/pipeline", cs, s) };
+ * ```
  */
 export interface Transport<C> {
   one(command: C, signal: AbortSignal): Promise<unknown>;
@@ -23,7 +25,9 @@ export type Send<C> = (command: C, signal: AbortSignal) => Promise<unknown>;
  * with commands that still wait, or its client cannot be cancelled): `landed` resolves once that request
  * is over, so whoever cleans up after the command knows when it can no longer land.
  * @example
+ * ```ts
  * catch (error) { if (error instanceof Abandoned) await error.landed; }
+ * ```
  */
 export class Abandoned extends Error {
   readonly reason: unknown;
@@ -59,8 +63,10 @@ interface Member<C> {
  * every member has stopped waiting. Since a batch never outlives the microtasks of the turn that opened
  * it, a Worker never sees one request's I/O settle another request's promise.
  * @example
+ * ```ts
  * const send = batching(transport);
  * const [a, b] = await Promise.all([send(cmdA, signalA), send(cmdB, signalB)]); // one HTTP request
+ * ```
  */
 export function batching<C>(transport: Transport<C>): Send<C> {
   let open: Member<C>[] | undefined;
@@ -117,22 +123,25 @@ function send<C>(transport: Transport<C>, live: Member<C>[]): void {
     member.signal.addEventListener("abort", stop, { once: true });
     return () => member.signal.removeEventListener("abort", stop);
   });
-  transport.many(
-    live.map((member) => member.command),
-    request.signal,
-  ).finally(end).then(
-    (outcomes) => {
-      detach.forEach((undo) => undo());
-      const whole = Array.isArray(outcomes) && outcomes.length === live.length;
-      live.forEach((member, i) => {
-        const outcome = whole ? outcomes[i] : undefined;
-        if (outcome?.ok === true) member.resolve(outcome.value);
-        else member.reject(new Error(outcome?.ok === false ? outcome.error : "unexpected pipeline reply"));
-      });
-    },
-    (error: unknown) => {
-      detach.forEach((undo) => undo());
-      for (const member of live) member.reject(error);
-    },
-  );
+  transport
+    .many(
+      live.map((member) => member.command),
+      request.signal,
+    )
+    .finally(end)
+    .then(
+      (outcomes) => {
+        for (const undo of detach) undo();
+        const whole = Array.isArray(outcomes) && outcomes.length === live.length;
+        live.forEach((member, i) => {
+          const outcome = whole ? outcomes[i] : undefined;
+          if (outcome?.ok === true) member.resolve(outcome.value);
+          else member.reject(new Error(outcome?.ok === false ? outcome.error : "unexpected pipeline reply"));
+        });
+      },
+      (error: unknown) => {
+        for (const undo of detach) undo();
+        for (const member of live) member.reject(error);
+      },
+    );
 }

@@ -6,13 +6,19 @@ import type { Script } from "../scripts/script.ts";
  * `run` sends one script and resolves with the raw reply; it must stop when `signal` aborts.
  * @example
  * ```ts
- * const node: RedlockNode = { label: "eu-1", run: (script, keys, args, signal) => myEval(script.lua, keys, args, signal) };
+ * const node: RedlockNode = {
+ *   label: "eu-1",
+ *   run: (script, keys, args, signal) => myEval(script.lua, keys, args, signal),
+ * };
  * ```
  */
 export interface RedlockNode {
   /** A name for logs and tallies; never a secret. */
   readonly label: string;
-  /** Sends `script` with `keys` and `args`; resolves with the raw reply, rejects when `signal` aborts or the request fails. */
+  /**
+   * Sends `script` with `keys` and `args`; resolves with the raw reply, rejects when `signal` aborts or the
+   * request fails.
+   */
   run(script: Script, keys: string[], args: string[], signal: AbortSignal): Promise<unknown>;
 }
 

@@ -11,9 +11,18 @@ import type { RedlockNode } from "./node.ts";
  * cause names the kind of failure; the cause never contains the command, the lock value (`args`) or
  * any of `secrets` (the nodes' tokens), nor anything that looks like a bearer token or URL credentials.
  * @example
+ * ```ts
  * const vote = await castVote(node, ACQUIRE, ["k"], [value, "10000"], signal, [token]);
+ * ```
  */
-export async function castVote(node: RedlockNode, script: Script, keys: string[], args: string[], signal: AbortSignal, secrets: readonly string[] = []): Promise<Vote> {
+export async function castVote(
+  node: RedlockNode,
+  script: Script,
+  keys: string[],
+  args: string[],
+  signal: AbortSignal,
+  secrets: readonly string[] = [],
+): Promise<Vote> {
   const outcome = await runScript(node, script, keys, args, signal, secrets);
   if (outcome.ok) return script.vote(outcome.reply);
   const vote: Vote = { outcome: "error", cause: outcome.cause };
@@ -28,8 +37,10 @@ const landings = new WeakMap<Vote, Promise<void>>();
  * request that stopped being waited for while it still ran (see {@link Abandoned}): once it is over.
  * Cleanups wait for it, so a release cannot overtake the request it undoes.
  * @example
+ * ```ts
  * const vote = await castVote(node, ACQUIRE, keys, args, signal);
  * await landed(vote);
+ * ```
  */
 export function landed(vote: Vote): Promise<void> {
   return landings.get(vote) ?? Promise.resolve();
@@ -39,7 +50,9 @@ export function landed(vote: Vote): Promise<void> {
  * Runs `script` on `node`: its raw reply, or a secret-free cause (as {@link castVote} describes it).
  * For reads that are not votes (inspection).
  * @example
+ * ```ts
  * const outcome = await runScript(node, INSPECT, ["k"], [], signal, [token]);
+ * ```
  */
 export async function runScript(
   node: RedlockNode,
@@ -52,7 +65,11 @@ export async function runScript(
   try {
     return { ok: true, reply: await node.run(script, keys, args, signal) };
   } catch (error) {
-    return { ok: false, cause: describeFailure(error, signal, [...args, ...secrets]), ...(error instanceof Abandoned ? { landed: error.landed } : {}) };
+    return {
+      ok: false,
+      cause: describeFailure(error, signal, [...args, ...secrets]),
+      ...(error instanceof Abandoned ? { landed: error.landed } : {}),
+    };
   }
 }
 
@@ -68,4 +85,3 @@ function describeFailure(error: unknown, signal: AbortSignal, secrets: string[])
   text = clip(redact(text, secrets));
   return name === "TypeError" ? `network: ${text}` : text;
 }
-

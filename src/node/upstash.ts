@@ -38,18 +38,30 @@ export interface UpstashNodeOptions {
  * command, and stops waiting when the signal aborts (see the README for the settings such an instance
  * needs). Either way it sends the scripts with Upstash's key-locking flag until the node rejects it.
  * @example
+ * ```ts
  * const node = upstashNode({ url: env.UPSTASH_REDIS_REST_URL_1, token: env.UPSTASH_REDIS_REST_TOKEN_1 });
+ * ```
  */
 export function upstashNode(target: NodeConfig | ScriptClient, options: UpstashNodeOptions | string = {}): RedlockNode {
   const { label, batching: batched = true } = typeof options === "string" ? { label: options } : options;
   const keyLocking: KeyLockingState = { accepted: true };
   if (isScriptClient(target)) {
-    const send = (c: EvalCommand, signal: AbortSignal) => untilAborted(c.kind === "evalsha" ? target.evalsha(c.script, c.keys, c.args) : target.eval(c.script, c.keys, c.args), signal);
-    return { label: label ?? "redis", run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, { keyLocking }) };
+    const send = (c: EvalCommand, signal: AbortSignal) =>
+      untilAborted(
+        c.kind === "evalsha" ? target.evalsha(c.script, c.keys, c.args) : target.eval(c.script, c.keys, c.args),
+        signal,
+      );
+    return {
+      label: label ?? "redis",
+      run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, { keyLocking }),
+    };
   }
   const transport = clientTransport(target);
   const send: Send<EvalCommand> = batched ? batching(transport) : transport.one;
-  return { label: label ?? new URL(target.url).host, run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, { keyLocking }) };
+  return {
+    label: label ?? new URL(target.url).host,
+    run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, { keyLocking }),
+  };
 }
 
 /** EVAL and EVALSHA over a client the library builds, each request under its own signal. */
@@ -71,7 +83,10 @@ function clientTransport(target: NodeConfig): Transport<EvalCommand> {
     }
   };
   return {
-    one: (c, signal) => withSignal(signal, () => (c.kind === "evalsha" ? client.evalsha(c.script, c.keys, c.args) : client.eval(c.script, c.keys, c.args))),
+    one: (c, signal) =>
+      withSignal(signal, () =>
+        c.kind === "evalsha" ? client.evalsha(c.script, c.keys, c.args) : client.eval(c.script, c.keys, c.args),
+      ),
     many: (commands, signal) =>
       withSignal(signal, () => {
         const pipeline = client.pipeline();
@@ -82,7 +97,12 @@ function clientTransport(target: NodeConfig): Transport<EvalCommand> {
         return pipeline.exec({ keepErrors: true });
       }).then(toOutcomes, (error: unknown) => {
         // A reply that is JSON but not a list of results fails inside @upstash/redis with a TypeError.
-        if (!signal.aborted && error instanceof TypeError && /is not a function|Cannot read|Cannot destructure/.test(error.message)) throw new Error("unexpected pipeline reply");
+        if (
+          !signal.aborted &&
+          error instanceof TypeError &&
+          /is not a function|Cannot read|Cannot destructure/.test(error.message)
+        )
+          throw new Error("unexpected pipeline reply");
         throw error;
       }),
   };
@@ -93,7 +113,9 @@ function toOutcomes(replies: unknown): Outcome[] {
   if (!Array.isArray(replies)) throw new Error("unexpected pipeline reply");
   return replies.map((reply: { error?: unknown; result?: unknown } | null): Outcome => {
     if (typeof reply !== "object" || reply === null) return { ok: false, error: "unexpected pipeline reply" };
-    return reply.error ? { ok: false, error: typeof reply.error === "string" ? reply.error : "unexpected pipeline reply" } : { ok: true, value: reply.result };
+    return reply.error
+      ? { ok: false, error: typeof reply.error === "string" ? reply.error : "unexpected pipeline reply" }
+      : { ok: true, value: reply.result };
   });
 }
 

@@ -12,7 +12,10 @@ export interface RoundOptions {
   /** Each request is cut after this many ms. */
   nodeTimeout: number;
   clock: Clock;
-  /** The caller's signal: aborting it before the round is decided cuts every request of the round (after, they run on). */
+  /**
+   * The caller's signal: aborting it before the round is decided cuts every request of the round (after, they run
+   * on).
+   */
   signal?: AbortSignal;
   /**
    * When the round is decided, at the latest once every node finished: `outcome` — as soon as a quorum
@@ -39,8 +42,11 @@ export interface Round {
  * Sends `ask` to all `count` nodes at once and resolves when the round is decided (see
  * {@link RoundOptions.decide}); the requests still out run on unless `cancelStragglers`.
  * @example
- * const round = await fanOut(5, (i, signal) => castVote(nodes[i], ACQUIRE, keys, args, signal), { ...options, decide: "outcome" });
+ * ```ts
+ * const ask = (i: number, signal: AbortSignal) => castVote(nodes[i], ACQUIRE, keys, args, signal);
+ * const round = await fanOut(5, ask, { ...options, decide: "outcome" });
  * const held = round.granted >= options.quorum;
+ * ```
  */
 export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<Round> {
   const { quorum, nodeTimeout, clock, decide: rule, cancelStragglers } = options;
@@ -86,7 +92,10 @@ export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<
           votes[node] = vote;
           tally(vote);
           const finished = granted + denied + errors === count;
-          const known = rule === "outcome" ? granted >= quorum || denied + errors > count - quorum : rule === "answered" && granted + denied >= quorum;
+          const known =
+            rule === "outcome"
+              ? granted >= quorum || denied + errors > count - quorum
+              : rule === "answered" && granted + denied >= quorum;
           if (finished || known) decide();
           return vote;
         });

@@ -63,13 +63,22 @@ export class Rounds {
   }
 
   /** `script` to every node at once. */
-  round(script: Script, keys: string[], args: string[], how: Pick<RoundOptions, "signal" | "decide" | "cancelStragglers">): Promise<Round> {
-    return fanOut(this.nodes.length, (node, signal) => castVote(this.nodes[node], script, keys, args, signal, this.#secrets), {
-      quorum: this.quorum,
-      nodeTimeout: this.options.nodeTimeout,
-      clock: this.clock,
-      ...how,
-    });
+  round(
+    script: Script,
+    keys: string[],
+    args: string[],
+    how: Pick<RoundOptions, "signal" | "decide" | "cancelStragglers">,
+  ): Promise<Round> {
+    return fanOut(
+      this.nodes.length,
+      (node, signal) => castVote(this.nodes[node], script, keys, args, signal, this.#secrets),
+      {
+        quorum: this.quorum,
+        nodeTimeout: this.options.nodeTimeout,
+        clock: this.clock,
+        ...how,
+      },
+    );
   }
 
   /** One grant round: a fresh random value, `script` to every node, decided as soon as the outcome is known. */
@@ -86,7 +95,10 @@ export class Rounds {
     return castVote(this.nodes[node], script, keys, args, deadline.signal, this.#secrets).finally(deadline.clear);
   }
 
-  /** A read-only `script` on every node at once, each bounded by nodeTimeout: per node its reply or why there is none. */
+  /**
+   * A read-only `script` on every node at once, each bounded by nodeTimeout: per node its reply or why there is
+   * none.
+   */
   read(script: Script, keys: string[]): Promise<({ ok: true; reply: unknown } | { ok: false; cause: string })[]> {
     return Promise.all(
       this.nodes.map((node) => {
@@ -102,7 +114,10 @@ export class Rounds {
    */
   async landed(vote: Vote): Promise<void> {
     const bound = this.clock.timeout(this.options.nodeTimeout);
-    await Promise.race([landed(vote), new Promise((resolve) => bound.signal.addEventListener("abort", resolve, { once: true }))]);
+    await Promise.race([
+      landed(vote),
+      new Promise((resolve) => bound.signal.addEventListener("abort", resolve, { once: true })),
+    ]);
     bound.clear();
   }
 

@@ -1,6 +1,6 @@
 // Fencing: the write-back of a token to a quorum, and the resource-side guarded write and read.
 import { GREATER } from "./decimal.ts";
-import { grantOrRefuse, isInteger, unexpected } from "./replies.ts";
+import { grantOrRefuse, unexpected } from "./replies.ts";
 import { KEY_LOCKING, type Script } from "./script.ts";
 
 /**
@@ -54,8 +54,8 @@ redis.call("SET", KEYS[2], ARGV[1])
 return {1, redis.call("GET", KEYS[1])}`,
   vote(reply) {
     if (Array.isArray(reply) && reply.length === 1 && reply[0] === 0) return { outcome: "denied" };
-    if (Array.isArray(reply) && reply[0] === 1 && (reply.length === 1 || reply.length === 2)) return { outcome: "granted" };
+    if (Array.isArray(reply) && reply[0] === 1 && (reply.length === 1 || reply.length === 2))
+      return { outcome: "granted" };
     return unexpected(reply);
   },
 };
-

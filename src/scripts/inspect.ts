@@ -19,4 +19,3 @@ return out`,
     return Array.isArray(reply) ? { outcome: "granted" } : unexpected(reply);
   },
 };
-

@@ -86,4 +86,3 @@ end
 return {1}`,
   vote: grantOrRefuse,
 };
-

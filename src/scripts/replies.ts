@@ -30,7 +30,8 @@ export function grantWithFence(reply: unknown): Vote {
 }
 
 function refusal(reply: unknown): Vote {
-  if (Array.isArray(reply) && reply.length === 2 && reply[0] === 0 && isInteger(reply[1]) && reply[1] >= -2) return { outcome: "denied", pttl: reply[1] };
+  if (Array.isArray(reply) && reply.length === 2 && reply[0] === 0 && isInteger(reply[1]) && reply[1] >= -2)
+    return { outcome: "denied", pttl: reply[1] };
   return unexpected(reply);
 }
 

@@ -7,11 +7,24 @@ import type { Vote } from "./vote.ts";
  * turns its reply into a vote. Anything but the exact success or refusal shape is an error. Every
  * script starts with {@link KEY_LOCKING}, and every key it touches travels in KEYS.
  * @example
+ * ```ts
  * const vote = ACQUIRE.vote([1]); // { outcome: "granted" }
+ * ```
  */
 export interface Script {
-  readonly name: "acquire" | "release" | "extend" | "fence" | "fenced-write" | "fenced-read" | "semaphore-acquire" | "inspect";
+  /** Which script this is (for failure texts and tallies). */
+  readonly name:
+    | "acquire"
+    | "release"
+    | "extend"
+    | "fence"
+    | "fenced-write"
+    | "fenced-read"
+    | "semaphore-acquire"
+    | "inspect";
+  /** The Lua source, starting with the key-locking shebang. */
   readonly lua: string;
+  /** Turns a reply into a vote; anything but the exact success or refusal shape is an error vote. */
   vote(reply: unknown): Vote;
 }
 
@@ -28,11 +41,16 @@ const SHEBANG = /^#!lua(?:[ \t]+flags=([^\n]*))?\n/;
  * The script without the key-locking flag, for a node that rejects it (plain Redis 7 behind a REST
  * proxy): other flags stay; the shebang line goes when that flag was its only one.
  * @example
+ * ```ts
  * withoutKeyLocking(ACQUIRE.lua).startsWith("#!lua"); // false
+ * ```
  */
 export function withoutKeyLocking(lua: string): string {
   let plain = withoutFlag.get(lua);
-  if (plain === undefined) withoutFlag.set(lua, (plain = stripKeyLocking(lua)));
+  if (plain === undefined) {
+    plain = stripKeyLocking(lua);
+    withoutFlag.set(lua, plain);
+  }
   return plain;
 }
 
@@ -53,19 +71,22 @@ function stripKeyLocking(lua: string): string {
  * Whether a node's error text (the database's words, without the command `@upstash/redis` appends) says
  * it does not accept the key-locking flag (Redis 7: `ERR Unexpected flag in script shebang: allow-key-locking`).
  * @example
+ * ```ts
  * if (rejectsKeyLocking(errorText(error))) useScriptsWithoutTheFlag();
+ * ```
  */
 export function rejectsKeyLocking(text: string): boolean {
   return /^ERR Unexpected flag in script shebang: /i.test(text) && text.includes(KEY_LOCKING_FLAG);
 }
-
 
 const shas = new Map<string, Promise<string>>();
 
 /**
  * The SHA-1 of a script's source, as EVALSHA wants it, from Web Crypto (computed once per source).
  * @example
+ * ```ts
  * await redis.evalsha(await scriptSha(ACQUIRE.lua), keys, args);
+ * ```
  */
 export function scriptSha(lua: string): Promise<string> {
   let sha = shas.get(lua);

@@ -24,10 +24,17 @@ end
 return {0, soonest, free}`,
   vote(reply) {
     if (Array.isArray(reply) && reply.length === 1 && reply[0] === 1) return { outcome: "granted" };
-    if (Array.isArray(reply) && reply.length === 3 && reply[0] === 0 && isInteger(reply[1]) && reply[1] >= -1 && Array.isArray(reply[2]) && reply[2].every((slot) => isInteger(slot) && slot >= 0)) {
+    if (
+      Array.isArray(reply) &&
+      reply.length === 3 &&
+      reply[0] === 0 &&
+      isInteger(reply[1]) &&
+      reply[1] >= -1 &&
+      Array.isArray(reply[2]) &&
+      reply[2].every((slot) => isInteger(slot) && slot >= 0)
+    ) {
       return { outcome: "denied", pttl: reply[1], free: reply[2] as number[] };
     }
     return unexpected(reply);
   },
 };
-

@@ -19,8 +19,10 @@ export const MAX_PERMITS = 100;
  * One permit of a {@link Semaphore}: a lock on one of its slots. It behaves like a {@link Lock}
  * (`release()`, `extend(ttl)`, `validityMs`, `expiresAt`, `await using`); `resources` is the semaphore's key.
  * @example
+ * ```ts
  * await using permit = await semaphore.acquire(10_000);
  * console.log(permit.slot, permit.validityMs);
+ * ```
  */
 export class Permit extends Lock {
   /** The semaphore's key. */
@@ -29,7 +31,13 @@ export class Permit extends Lock {
   readonly slot: number;
 
   /** @internal Made by {@link Semaphore.acquire}. */
-  constructor(semaphore: string, slot: number, value: string, attempts: number, state: Omit<LockState, "value" | "released">) {
+  constructor(
+    semaphore: string,
+    slot: number,
+    value: string,
+    attempts: number,
+    state: Omit<LockState, "value" | "released">,
+  ) {
     super([semaphore], value, attempts, undefined, state);
     this.semaphore = semaphore;
     this.slot = slot;
@@ -47,11 +55,15 @@ export class Permit extends Lock {
  * mutex, and a permit is a lock on one slot, so two valid permits never share a slot. (Counting holders
  * per node and calling a permit valid on a majority over-admits: docs/SAFETY.md, "Semaphores".)
  * @example
+ * ```ts
  * const renders = redlock.semaphore("renders", 2);
  * const pdf = await renders.using(30_000, async (signal) => render(job, { signal }));
+ * ```
  */
 export class Semaphore {
+  /** The semaphore's key (its slots are keys of their own under the library's reserved prefix). */
   readonly key: string;
+  /** How many holders may hold a permit at once. */
   readonly limit: number;
   readonly #rounds: Rounds;
   readonly #lifecycle: Lifecycle;
@@ -60,7 +72,8 @@ export class Semaphore {
   /** @internal Made by {@link Redlock.semaphore}. */
   constructor(key: string, limit: number, rounds: Rounds, lifecycle: Lifecycle) {
     const [checked] = checkResources(key);
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS) throw new InvalidArgumentError("limit", `must be an integer from 1 to ${MAX_PERMITS}`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS)
+      throw new InvalidArgumentError("limit", `must be an integer from 1 to ${MAX_PERMITS}`);
     this.key = checked;
     this.limit = limit;
     this.#rounds = rounds;
@@ -79,8 +92,10 @@ export class Semaphore {
    * (`retryAfterMs`: when the soonest held permit expires, as the nodes reported it), `unreachable` too
    * many nodes gave no answer.
    * @example
+   * ```ts
    * const permit = await semaphore.acquire(10_000, { maxWait: 5_000 });
    * try { await callUpstream(); } finally { await permit.release(); }
+   * ```
    */
   async acquire(ttl: number, options: AcquireOptions = {}): Promise<Permit> {
     const rounds = this.#rounds;
@@ -99,16 +114,26 @@ export class Semaphore {
         for (;;) {
           const take = slot;
           tried.add(take);
-          const grant = await rounds.grant(SEMAPHORE_ACQUIRE, this.#slots, (value) => [value, String(ttl), String(take + 1)], policy.signal);
+          const grant = await rounds.grant(
+            SEMAPHORE_ACQUIRE,
+            this.#slots,
+            (value) => [value, String(ttl), String(take + 1)],
+            policy.signal,
+          );
           if (rounds.holds(grant.round, ttl, grant.start)) {
-            const permit = new Permit(this.key, take, grant.value, attempt, { ...lifecycle.held(grant, ttl), keys: [this.#slots[take]] });
-            return { held: permit, cleanup: Promise.all(cleanups).then(() => undefined) }; // earlier tries' slots released too
+            const permit = new Permit(this.key, take, grant.value, attempt, {
+              ...lifecycle.held(grant, ttl),
+              keys: [this.#slots[take]],
+            });
+            // The earlier tries' slots are released too.
+            return { held: permit, cleanup: Promise.all(cleanups).then(() => undefined) };
           }
           const failure = lifecycle.failed(attempt, grant.round, grant, ttl, [this.#slots[take]]);
           cleanups.push(failure.cleanup);
           const next = freeSlot(grant.round, this.limit, rounds.quorum, tried);
           slot = next.slot;
-          if (!next.onQuorum || policy.signal?.aborted) return { failed: failure.failed, cleanup: Promise.all(cleanups).then(() => undefined) };
+          if (!next.onQuorum || policy.signal?.aborted)
+            return { failed: failure.failed, cleanup: Promise.all(cleanups).then(() => undefined) };
         }
       },
       "permit",
@@ -119,9 +144,15 @@ export class Semaphore {
    * Runs `routine` while holding a permit: acquires, extends automatically, releases at the end — also
    * when the routine throws — exactly as {@link Redlock.using} does for a lock.
    * @example
+   * ```ts
    * const answer = await semaphore.using(10_000, async (signal) => fetch(upstream, { signal }));
+   * ```
    */
-  async using<T>(ttl: number, routine: (signal: AbortSignal, permit: Permit) => Promise<T> | T, options: UsingOptions = {}): Promise<T> {
+  async using<T>(
+    ttl: number,
+    routine: (signal: AbortSignal, permit: Permit) => Promise<T> | T,
+    options: UsingOptions = {},
+  ): Promise<T> {
     const keep = checkUsing(ttl, routine, options, this.#rounds.options.nodeTimeout);
     const permit = await this.acquire(ttl, options);
     return holdWhile(permit, routine, { clock: this.#rounds.clock, ttl, ...keep, signal: options?.signal });
@@ -131,7 +162,9 @@ export class Semaphore {
    * How many permits a quorum holds now, and when the soonest of them expires — read from every node
    * without taking anything.
    * @example
+   * ```ts
    * const { held, limit } = await semaphore.inspect();
+   * ```
    */
   inspect(): Promise<SemaphoreInspection> {
     return inspectSlots(this.#rounds, this.key, this.#slots);

@@ -6,7 +6,12 @@ import { randomUnit } from "../support/random.ts";
  * The slot to try next: one free on the most nodes as their refusals reported (a random one among the
  * best), preferring slots not tried yet; `onQuorum` when an untried slot is free on a quorum (try it now).
  */
-export function freeSlot(round: Round, limit: number, quorum: number, tried: Set<number>): { slot: number; onQuorum: boolean } {
+export function freeSlot(
+  round: Round,
+  limit: number,
+  quorum: number,
+  tried: Set<number>,
+): { slot: number; onQuorum: boolean } {
   const free = new Array<number>(limit).fill(0);
   for (const vote of round.votes) {
     if (vote.outcome !== "denied") continue;

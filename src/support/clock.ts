@@ -4,7 +4,9 @@
  * The time source of a {@link Redlock}. The default uses `performance.now()` (monotonic),
  * `Date.now()`, `setTimeout` and `AbortSignal.timeout`. Tests pass a virtual clock.
  * @example
+ * ```ts
  * const redlock = new Redlock(nodes, { clock: systemClock });
+ * ```
  */
 export interface Clock {
   /** Monotonic milliseconds, for elapsed time and validity. */
@@ -19,7 +21,9 @@ export interface Clock {
 
 /** A per-request timeout that can be cleared once the request settled. */
 export interface Deadline {
+  /** Aborts with a `TimeoutError` when the time is up. */
   signal: AbortSignal;
+  /** Stops the timer (call it once the request settled). */
   clear(): void;
 }
 
@@ -30,7 +34,9 @@ const monotonic: () => number =
  * The real clock. On Cloudflare Workers both `performance.now()` and `Date.now()` stand still
  * during CPU work and advance on I/O, so the network time of a round is still measured.
  * @example
+ * ```ts
  * const start = systemClock.now();
+ * ```
  */
 export const systemClock: Clock = {
   now: monotonic,
@@ -62,7 +68,9 @@ export const systemClock: Clock = {
  * Aborts when any of the given signals aborts, with that signal's reason.
  * Uses `AbortSignal.any` where the runtime has it.
  * @example
+ * ```ts
  * const signal = anySignal([clock.timeout(500).signal, callerSignal]);
+ * ```
  */
 export function anySignal(signals: (AbortSignal | undefined)[]): AbortSignal {
   const present = signals.filter((s): s is AbortSignal => s !== undefined);

@@ -7,7 +7,9 @@ const VALUE_BYTES = 20;
  * A fresh lock value: 160 random bits from `crypto.getRandomValues`, as 40 hex characters.
  * It is the proof of ownership of one attempt; it is never logged.
  * @example
+ * ```ts
  * const value = randomValue(); // "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"
+ * ```
  */
 export function randomValue(): string {
   return toHex(crypto.getRandomValues(new Uint8Array(VALUE_BYTES)));
@@ -16,7 +18,9 @@ export function randomValue(): string {
 /**
  * Lower-case hex of some bytes.
  * @example
+ * ```ts
  * toHex(new Uint8Array([1, 255])); // "01ff"
+ * ```
  */
 export function toHex(bytes: Uint8Array): string {
   let hex = "";
@@ -27,7 +31,9 @@ export function toHex(bytes: Uint8Array): string {
 /**
  * A uniform random number in [0, 1) from `crypto.getRandomValues`.
  * @example
+ * ```ts
  * const delay = base + (randomUnit() * 2 - 1) * jitter;
+ * ```
  */
 export function randomUnit(): number {
   return crypto.getRandomValues(new Uint32Array(1))[0] / 2 ** 32;

@@ -7,7 +7,9 @@ export const MIN_SECRET_LENGTH = 8;
  * The text of an error as `@upstash/redis` throws it, without the command it appends
  * (`…, command was: [...]`, which holds keys, lock values and written data).
  * @example
+ * ```ts
  * errorText(new Error("ERR wrong type, command was: [\"eval\", …]")); // "ERR wrong type"
+ * ```
  */
 export function errorText(error: unknown): string {
   const err = error as { message?: unknown } | undefined;
@@ -20,12 +22,14 @@ export function errorText(error: unknown): string {
  * holds bearer or basic credentials (a header value quoted in a message), the value after `Bearer` or
  * `Basic`, and URL userinfo.
  * @example
+ * ```ts
  * redact('bad header "Bearer abc\nSECRET"', []); // 'bad header "[redacted]"'
+ * ```
  */
 export function redact(text: string, secrets: readonly string[]): string {
   for (const secret of secrets) if (secret.length >= MIN_SECRET_LENGTH) text = text.split(secret).join("[redacted]");
   return text
-    .replace(/(["'`])(?:(?!\1)[^])*?\b(?:Bearer|Basic)\b(?:(?!\1)[^])*\1/gi, "$1[redacted]$1")
+    .replace(/(["'`])(?:(?!\1)[\s\S])*?\b(?:Bearer|Basic)\b(?:(?!\1)[\s\S])*\1/gi, "$1[redacted]$1")
     .replace(/\b(Bearer|Basic)\s+[^\s"'`<>]+/gi, "$1 [redacted]")
     .replace(/\/\/[^/\s@]*@/g, "//[redacted]@");
 }
@@ -41,5 +45,5 @@ const MAX_TEXT = 160;
  * ```
  */
 export function clip(text: string): string {
-  return text.length > MAX_TEXT ? text.slice(0, MAX_TEXT) + "…" : text;
+  return text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text;
 }
