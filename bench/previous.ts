@@ -9,8 +9,11 @@ import type { ClusterNode } from "../dev/cluster.ts";
 import { edgeRedlockImpl, type Impl, type ImplOptions } from "./impls.ts";
 import type { Redlock } from "./lib.ts";
 
-/** The library before per-node batching, the key-locking flag and release decided at a quorum (issue 10). */
-export const PREVIOUS_COMMIT = "7a9cae8";
+/**
+ * The library as it was before the current work: d0ec5ee, the last main before src/ was laid out by
+ * concern (issue 16). `EDGE_REDLOCK_PREVIOUS=<commit>` picks another (7a9cae8: before batching, issue 10).
+ */
+export const PREVIOUS_COMMIT = process.env.EDGE_REDLOCK_PREVIOUS || "d0ec5ee";
 
 /**
  * `edge-redlock-previous`, or a reason it cannot run here (no git, or a clone without that commit).

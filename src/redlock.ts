@@ -111,7 +111,8 @@ export class Redlock {
       let round = grant.round;
       let fence: string | undefined;
       if (fencing && rounds.holds(round, ttl, grant.start)) {
-        // Fencing: raise the counters to the token on a quorum that still holds the lock (docs/SAFETY.md, "Fencing").
+        // Fencing: raise the counters to the token on a quorum that still holds the lock
+        // (docs/SAFETY.md, "Fencing tokens across a quorum").
         // Every grant of FENCED_ACQUIRE carries a counter (a bare grant is an error vote).
         fence = maxFence(round.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
         round = await rounds.round(FENCE, roundKeys, [grant.value, fence], {

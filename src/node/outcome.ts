@@ -7,24 +7,18 @@ import { Abandoned } from "./batch.ts";
 import type { RedlockNode } from "./node.ts";
 
 /**
- * Runs `script` on `node` and maps the outcome to a vote. Thrown errors become `error` votes whose
- * cause names the kind of failure; the cause never contains the command, the lock value (`args`) or
- * any of `secrets` (the nodes' tokens), nor anything that looks like a bearer token or URL credentials.
+ * Runs a script on a node as {@link runScript} does (same arguments) and maps the outcome to a vote.
+ * Thrown errors become `error` votes whose cause names the kind of failure; the cause never contains the
+ * command, the lock value (`args`) or any of `secrets` (the nodes' tokens), nor anything that looks like a
+ * bearer token or URL credentials.
  * @example
  * ```ts
  * const vote = await castVote(node, ACQUIRE, ["k"], [value, "10000"], signal, [token]);
  * ```
  */
-export async function castVote(
-  node: RedlockNode,
-  script: Script,
-  keys: string[],
-  args: string[],
-  signal: AbortSignal,
-  secrets: readonly string[] = [],
-): Promise<Vote> {
-  const outcome = await runScript(node, script, keys, args, signal, secrets);
-  if (outcome.ok) return script.vote(outcome.reply);
+export async function castVote(...request: Parameters<typeof runScript>): Promise<Vote> {
+  const outcome = await runScript(...request);
+  if (outcome.ok) return request[1].vote(outcome.reply);
   const vote: Vote = { outcome: "error", cause: outcome.cause };
   if (outcome.landed) landings.set(vote, outcome.landed);
   return vote;

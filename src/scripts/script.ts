@@ -29,6 +29,28 @@ export interface Script {
 }
 
 /**
+ * A script as it is written: its Lua behind a function, built on first use and kept. Each script is
+ * defined with a pure call, so a bundler drops the scripts of features a user does not import (the Lua
+ * is most of their size; a template literal at module level would keep them all).
+ * @example
+ * ```ts
+ * const granted = (): Vote => ({ outcome: "granted" });
+ * export const PING: Script = defineScript({ name: "inspect", lua: () => "return 1", vote: granted });
+ * ```
+ */
+export function defineScript(source: Omit<Script, "lua"> & { lua: () => string }): Script {
+  let lua: string | undefined;
+  return {
+    name: source.name,
+    get lua() {
+      lua ??= source.lua();
+      return lua;
+    },
+    vote: source.vote,
+  };
+}
+
+/**
  * The shebang that lets Upstash lock only the keys in KEYS while the script runs, instead of the whole
  * database (Upstash docs: "Key-Based Locking"). Plain Redis 7 rejects the flag; see {@link withoutKeyLocking}.
  */

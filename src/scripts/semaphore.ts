@@ -1,6 +1,6 @@
 // The semaphore: take one slot of `limit`, or say which slots look free here.
 import { isInteger, unexpected } from "./replies.ts";
-import { KEY_LOCKING, type Script } from "./script.ts";
+import { KEY_LOCKING, defineScript, type Script } from "./script.ts";
 
 /**
  * KEYS[1..limit] a semaphore's slots; ARGV[1] value, ARGV[2] ttl ms, ARGV[3] the slot to take (1-based).
@@ -8,9 +8,9 @@ import { KEY_LOCKING, type Script } from "./script.ts";
  * slots and the slots free on this node, 0-based (`{0, pttl, {free…}}`), so the next attempt can pick
  * a slot free on a quorum. Every slot is a Redlock mutex of its own (docs/SAFETY.md, "Semaphores").
  */
-export const SEMAPHORE_ACQUIRE: Script = {
+export const SEMAPHORE_ACQUIRE: Script = /* @__PURE__ */ defineScript({
   name: "semaphore-acquire",
-  lua: `${KEY_LOCKING}local slot = tonumber(ARGV[3])
+  lua: () => `${KEY_LOCKING}local slot = tonumber(ARGV[3])
 if redis.call("EXISTS", KEYS[slot]) == 0 then
   redis.call("SET", KEYS[slot], ARGV[1], "PX", ARGV[2])
   return {1}
@@ -37,4 +37,4 @@ return {0, soonest, free}`,
     }
     return unexpected(reply);
   },
-};
+});
