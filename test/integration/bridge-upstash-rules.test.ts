@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
-import { ACQUIRE, EXTEND, FENCE, FENCED_READ, FENCED_WRITE, INSPECT, RELEASE, Redlock, SEMAPHORE_ACQUIRE, type Script } from "../../src/index.ts";
+import { Redlock, fencedRead, fencedWrite, type ScriptClient } from "../../src/index.ts";
 import { loadScripts, useCluster } from "./fixture.ts";
 
 const env = useCluster(1);
@@ -21,6 +21,26 @@ const raw = () => new Redis({ url: node().url, token: node().token, retry: { ret
 const sha1 = (text: string) => createHash("sha1").update(text).digest("hex");
 const FLAG = "#!lua flags=allow-key-locking\n";
 const DYNAMIC = "ERR Dynamic keys are not allowed in Lua scripts when 'allow-key-locking' flag is set. Key was: ";
+
+/**
+ * A node for the library (a `ScriptClient`: it takes the library's own path, EVALSHA then EVAL) that
+ * keeps the text of every script the library sends and every refusal the key-locking guard answers.
+ */
+function recording(): { client: ScriptClient; sent: Set<string>; refused: string[] } {
+  const redis = raw();
+  const sent = new Set<string>();
+  const refused: string[] = [];
+  const watch = <T>(reply: Promise<T>) =>
+    reply.catch((error: unknown) => {
+      if (/allow-key-locking/.test(String(error))) refused.push(String(error));
+      throw error;
+    });
+  const client: ScriptClient = {
+    eval: (script, keys, args) => (sent.add(script), watch(redis.eval(script, keys, args))),
+    evalsha: (sha, keys, args) => watch(redis.evalsha(sha, keys, args)),
+  };
+  return { client, sent, refused };
+}
 
 describe("allow-key-locking: a flagged script may touch only the keys in KEYS (Upstash docs: Key-Based Locking)", () => {
   it("refuses a key built inside Lua with Upstash's error text, by EVAL and by EVALSHA of the SHA the client computed", async () => {
@@ -71,26 +91,32 @@ describe("allow-key-locking: a flagged script may touch only the keys in KEYS (U
     await expect(redis.eval(`${FLAG}local a = 1\nlocal b = 2\nerror("boom")`, [], [])).rejects.toThrow(/user_script:3: boom/);
   });
 
-  it("runs every script the library sends, with the keys it sends them, under the guard", async () => {
-    const redis = raw();
-    const run = (script: Script, keys: string[], args: (string | number)[]) => redis.eval(script.lua, keys, args.map(String));
-    expect(await run(ACQUIRE, ["r1", "r2", "f1", "f2"], ["v", 5_000, 2])).toEqual([1, expect.stringMatching(/^\d+$/)]);
-    expect(await run(ACQUIRE, ["r3"], ["v", 5_000])).toEqual([1]);
-    expect(await run(ACQUIRE, ["r1"], ["w", 5_000])).toEqual([0, expect.any(Number)]);
-    expect(await run(EXTEND, ["r1", "r2"], ["v", 9_000])).toEqual([1]);
-    expect(await run(FENCE, ["r1", "r2", "f1", "f2"], ["v", "99999999999999999999"])).toEqual([1]);
-    expect(await run(INSPECT, ["r1", "nothing"], [])).toEqual([["v", expect.any(Number)], 0]);
-    expect(await run(RELEASE, ["r1", "r2", "r3"], ["v"])).toBe(3);
-    expect(await run(SEMAPHORE_ACQUIRE, ["s:0", "s:1", "s:2"], ["v", 5_000, 2])).toEqual([1]);
-    expect(await run(FENCED_WRITE, ["data", "seen"], ["5", "payload"])).toBe(1);
-    expect(await run(FENCED_READ, ["data", "seen"], ["5"])).toEqual([1, "payload"]);
-    const { counters } = await env.admins[0].state();
-    expect(counters.flaggedScripts).toBe(10); // each ran as a flagged script (none of them went around the guard)
+  it("runs every script the library sends, as the library sends it, under the guard", async () => {
+    const { client, sent, refused } = recording();
+    const redlock = new Redlock([client], { retryCount: 0 });
+    const lock = await redlock.acquire(["r1", "r2"], 5_000, { fencing: true });
+    expect(lock.fence).toMatch(/^\d+$/);
+    await lock.extend(8_000);
+    expect((await redlock.inspect(["r1", "r2"])).heldByQuorum).toBe(true);
+    expect(await fencedWrite(client, "data", "payload", lock.fence as string)).toBe(true);
+    expect(await fencedRead(client, "data", lock.fence as string)).toEqual({ accepted: true, value: "payload" });
+    await (await lock.release()).pending;
+    const permit = await redlock.semaphore("pool", 3).acquire(5_000);
+    await (await permit.release()).pending;
+    await (await (await redlock.acquire(["plain"], 5_000)).release()).pending;
+    expect(refused).toEqual([]);
+    expect(sent.size).toBeGreaterThanOrEqual(6); // acquire, extend, inspect, fenced write and read, release, semaphore
+    for (const lua of sent) expect(lua).toMatch(/^#!lua flags=[^\n]*allow-key-locking/);
+    expect((await env.admins[0].state()).counters.flaggedScripts).toBeGreaterThanOrEqual(sent.size); // none went around the guard
+    expect(await env.tcp[0].exists("r1", "r2", "plain")).toBe(0);
   });
 
-  it("refuses a variant of the acquire script that derives its fence key inside Lua, as Upstash would", async () => {
-    const derived = ACQUIRE.lua.replaceAll("KEYS[n + i]", '(KEYS[i] .. ":fence")');
-    expect(derived).not.toBe(ACQUIRE.lua);
+  it("refuses a variant of the library's fenced acquire script that derives its fence key inside Lua, as Upstash would", async () => {
+    const { client, sent } = recording();
+    await (await (await new Redlock([client], { retryCount: 0 }).acquire(["r1"], 5_000, { fencing: true })).release()).pending;
+    const acquire = [...sent].find((lua) => lua.includes("KEYS[n + i]"));
+    expect(acquire).toBeDefined();
+    const derived = (acquire as string).replaceAll("KEYS[n + i]", '(KEYS[i] .. ":fence")');
     await expect(raw().eval(derived, ["r1"], ["v", "5000", "1"])).rejects.toThrow(`${DYNAMIC}r1:fence`);
     expect(await env.tcp[0].exists("r1:fence")).toBe(0); // the script stopped at the undeclared key
   });
@@ -156,8 +182,9 @@ describe("Upstash's size limits, with its error texts", () => {
     expect(await res.json()).toEqual({ error: text });
     const redis = raw();
     await expect(redis.get(long)).rejects.toThrow(text);
-    await expect(redis.eval(ACQUIRE.lua, [long], ["v", "5000"])).rejects.toThrow(text);
-    await expect(redis.evalsha(sha1(ACQUIRE.lua), ["ok", long], ["v", "5000"])).rejects.toThrow(text);
+    const script = `${FLAG}return redis.call("SET", KEYS[#KEYS], ARGV[1])`;
+    await expect(redis.eval(script, [long], ["v"])).rejects.toThrow(text);
+    await expect(redis.evalsha(sha1(script), ["ok", long], ["v"])).rejects.toThrow(text);
     await expect(redis.del("a", long)).rejects.toThrow(text);
     expect(await (await post("/pipeline", [["set", "short", "1"], ["set", long, "1"], ["get", "short"]])).json()).toEqual([{ result: "OK" }, { error: text }, { result: "1" }]);
     expect((await post("/multi-exec", [["set", "tx", "1"], ["set", long, "1"]])).status).toBe(400); // the whole transaction is discarded
