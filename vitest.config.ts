@@ -1,6 +1,6 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
-import { envNames } from "./src/env.ts";
+import { envNames } from "./src/node/env.ts";
 
 export default defineConfig({
   test: {
@@ -21,7 +21,12 @@ export default defineConfig({
         plugins: [
           cloudflareTest(({ inject }) => {
             const nodes = inject<{ url: string; token: string }[]>("clusterNodes");
-            const bindings = Object.fromEntries(nodes.flatMap((n, i) => [[envNames(i + 1).url, n.url], [envNames(i + 1).token, n.token]]));
+            const bindings = Object.fromEntries(
+              nodes.flatMap((n, i) => [
+                [envNames(i + 1).url, n.url],
+                [envNames(i + 1).token, n.token],
+              ]),
+            );
             return { wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings } };
           }),
         ],

@@ -1,4 +1,4 @@
 // What the benchmark imports from the library under test.
-export { ACQUIRE, RELEASE, Redlock, type RedlockOptions } from "../src/index.ts";
-export { scriptSha as scriptShaOf } from "../src/scripts.ts";
-export { CLIENT_SETTINGS } from "../src/node.ts";
+export { Redlock, type RedlockOptions } from "../src/index.ts";
+export { ACQUIRE, RELEASE, scriptSha as scriptShaOf } from "../src/scripts/index.ts";
+export { CLIENT_SETTINGS } from "../src/node/upstash.ts";

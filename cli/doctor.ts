@@ -1,8 +1,10 @@
 // `edge-redlock doctor`: read the five variables (environment and --env-file), check the nodes, print, exit.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { checkNodes, type DoctorOptions } from "../src/doctor.ts";
-import { MissingConfigurationError, envNames, nodesFromEnv } from "../src/env.ts";
+import { checkNodes } from "../src/doctor/index.ts";
+import type { DoctorOptions } from "../src/doctor/types.ts";
+import type { NodeConfig } from "../src/node/node.ts";
+import { MissingConfigurationError, envNames, nodesFromEnv } from "../src/node/env.ts";
 import { parseEnvFile } from "./env-file.ts";
 import { formatReport } from "./table.ts";
 
@@ -41,9 +43,14 @@ export interface Io {
 /**
  * Runs `doctor` with `args` (what follows the word `doctor`) and resolves with the exit code.
  * @example
- * process.exitCode = await doctor(["--env-file", ".dev.vars"], { env: process.env, out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) });
+ * ```ts
+ * const write = (stream: NodeJS.WriteStream) => (text: string) => void stream.write(text);
+ * const io = { env: process.env, out: write(process.stdout), err: write(process.stderr) };
+ * process.exitCode = await doctor(["--env-file", ".dev.vars"], io);
+ * ```
  */
 export async function doctor(args: string[], io: Io): Promise<number> {
+  // biome-ignore lint/suspicious/noImplicitAnyLet: its type is the one parseArgs infers from the options below
   let values;
   try {
     ({ values } = parseArgs({
@@ -75,7 +82,9 @@ export async function doctor(args: string[], io: Io): Promise<number> {
     try {
       text = readFileSync(path, "utf8");
     } catch (error) {
-      io.err(`edge-redlock doctor: cannot read the env file ${path} (${(error as NodeJS.ErrnoException).code ?? "error"})\n`);
+      io.err(
+        `edge-redlock doctor: cannot read the env file ${path} (${(error as NodeJS.ErrnoException).code ?? "error"})\n`,
+      );
       return EXIT.usage;
     }
     Object.assign(vars, parseEnvFile(text));
@@ -94,12 +103,13 @@ export async function doctor(args: string[], io: Io): Promise<number> {
   }
   const count = numbers.nodes ?? Math.max(5, highestConfigured(vars));
 
-  let nodes;
+  let nodes: NodeConfig[];
   try {
     nodes = nodesFromEnv(vars, { nodes: count });
   } catch (error) {
     if (!(error instanceof MissingConfigurationError)) throw error;
-    io.err(`edge-redlock doctor: not configured: ${error.missing.join(", ")} ${error.missing.length === 1 ? "is" : "are"} missing or empty\n`);
+    const verb = error.missing.length === 1 ? "is" : "are";
+    io.err(`edge-redlock doctor: not configured: ${error.missing.join(", ")} ${verb} missing or empty\n`);
     return EXIT.usage;
   }
   const labels = nodes.map((_, i) => envNames(i + 1).url);
@@ -111,12 +121,16 @@ export async function doctor(args: string[], io: Io): Promise<number> {
     ...(numbers.ttl ? { ttl: numbers.ttl } : {}),
   };
   const report = await checkNodes(nodes, options);
-  if (values.json) io.out(JSON.stringify(report, null, 2) + "\n");
+  if (values.json) io.out(`${JSON.stringify(report, null, 2)}\n`);
   else {
     const files = values["env-file"]?.length ? ` (with ${values["env-file"].join(", ")})` : "";
-    io.out(`edge-redlock doctor: ${count} nodes from ${envNames(1).url} … _${count}${files}\n\n${formatReport(report)}`);
+    io.out(
+      `edge-redlock doctor: ${count} nodes from ${envNames(1).url} … _${count}${files}\n\n${formatReport(report)}`,
+    );
     for (const h of report.nodes) {
-      if (h.httpStatus === 401 || h.httpStatus === 403) io.out(`${envNames(h.index + 1).token} was refused (HTTP ${h.httpStatus}): check it belongs to the database of ${h.label}.\n`);
+      if (h.httpStatus !== 401 && h.httpStatus !== 403) continue;
+      const token = envNames(h.index + 1).token;
+      io.out(`${token} was refused (HTTP ${h.httpStatus}): check it belongs to the database of ${h.label}.\n`);
     }
   }
   return report.ok ? EXIT.ok : EXIT.failed;

@@ -5,7 +5,10 @@
  * values in single quotes (literal), double quotes (`\n` becomes a newline) or bare (trimmed, a ` #`
  * starts a comment).
  * @example
- * parseEnvFile('UPSTASH_REDIS_REST_URL_1="https://eu1.example.io" # Frankfurt'); // { UPSTASH_REDIS_REST_URL_1: "https://eu1.example.io" }
+ * ```ts
+ * parseEnvFile('UPSTASH_REDIS_REST_URL_1="https://eu1.example.io" # Frankfurt');
+ * // { UPSTASH_REDIS_REST_URL_1: "https://eu1.example.io" }
+ * ```
  */
 export function parseEnvFile(text: string): Record<string, string> {
   const vars: Record<string, string> = {};

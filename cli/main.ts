@@ -14,7 +14,11 @@ Options:
 `;
 
 const [command, ...rest] = process.argv.slice(2);
-const io = { env: process.env, out: (text: string) => void process.stdout.write(text), err: (text: string) => void process.stderr.write(text) };
+const io = {
+  env: process.env,
+  out: (text: string) => void process.stdout.write(text),
+  err: (text: string) => void process.stderr.write(text),
+};
 
 if (command === "doctor") {
   process.exitCode = await doctor(rest, io);
@@ -31,7 +35,10 @@ if (command === "doctor") {
 function version(): string {
   for (const path of ["../../package.json", "../package.json"]) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), "utf8")) as { name?: string; version?: string };
+      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), "utf8")) as {
+        name?: string;
+        version?: string;
+      };
       if (pkg.name === "edge-redlock" && pkg.version) return pkg.version;
     } catch {
       // not at this level

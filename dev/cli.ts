@@ -1,7 +1,7 @@
 // `npm run -s cluster`: start the local cluster, print it (JSON, or with --env as KEY=VALUE lines), run until Ctrl-C.
 // Only the nodes go to stdout, so `npm run -s cluster > nodes.json` (or `-- --env > .tmp/local.env`) is clean.
 import { startCluster } from "./cluster.ts";
-import { envNames } from "../src/env.ts";
+import { envNames } from "../src/node/env.ts";
 
 const nodes = Number(process.argv.find((arg) => arg.startsWith("--nodes="))?.split("=")[1] ?? 5);
 const cluster = await startCluster({ nodes, tcpProxy: process.argv.includes("--tcp-proxy") });

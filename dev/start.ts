@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startCluster } from "./cluster.ts";
 import { freePort } from "./redis-server.ts";
-import { envNames } from "../src/env.ts";
+import { envNames } from "../src/node/env.ts";
 
 const runtime = process.argv.includes("--deno") ? "deno" : "workers";
 const cluster = await startCluster({ nodes: 5 });

@@ -1,12 +1,20 @@
 // Typed errors. Messages and tallies name nodes by index and label, never a token or a lock value.
-import type { NodeVote } from "./vote.ts";
+import { quorumOf } from "./quorum/rules.ts";
+import type { NodeVote } from "./scripts/vote.ts";
 
 /**
  * The base class of every error this library throws.
  * @example
+ * ```ts
  * try { await redlock.acquire(["k"], 5_000); } catch (e) { if (e instanceof RedlockError) console.warn(e.message); }
+ * ```
  */
 export class RedlockError extends Error {
+  /**
+   * An error with `message`; its `name` is the class's name.
+   * @param message what went wrong; never a token or a lock value
+   * @param options `cause`: the error behind this one
+   */
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
@@ -16,11 +24,18 @@ export class RedlockError extends Error {
 /**
  * A bad argument or option, thrown before any request is sent.
  * @example
+ * ```ts
  * new Redlock([]); // throws InvalidArgumentError: nodes must hold at least one node
+ * ```
  */
 export class InvalidArgumentError extends RedlockError {
   /** The argument or option at fault, e.g. `"ttl"` or `"options.nodeTimeout"`. */
   readonly argument: string;
+  /**
+   * An error naming `argument` and what is wrong with it.
+   * @param argument the argument or option at fault
+   * @param problem what is wrong with it, in words that never repeat a secret
+   */
   constructor(argument: string, problem: string) {
     super(`${argument} ${problem}`);
     this.argument = argument;
@@ -30,18 +45,24 @@ export class InvalidArgumentError extends RedlockError {
 /**
  * One round as it stood when it was decided.
  * @example
+ * ```ts
  * const { granted, denied, errors, validityMs } = error.attempts.at(-1)!;
+ * ```
  */
 export interface AttemptTally {
   /** 1 for the first attempt. */
   attempt: number;
+  /** Nodes that granted. */
   granted: number;
+  /** Nodes that answered and refused (held by someone else). */
   denied: number;
+  /** Nodes that gave no usable answer (timeout, network, HTTP status, unexpected reply). */
   errors: number;
   /** ms from the first request to the decision. */
   elapsedMs: number;
   /** ttl − elapsed − drift: > 0 means the grants were still valid when counted. */
   validityMs: number;
+  /** Per node, what it answered (`unanswered` when the round was decided first). */
   votes: NodeVote[];
 }
 
@@ -54,22 +75,36 @@ export interface AttemptTally {
  * are gone from the nodes that answered;
  * `released` — (extension only) `release()` was called before the extension completed.
  * @example
+ * ```ts
  * if (error.reason === "held") return new Response("busy", { status: 423 });
+ * ```
  */
 export type FailureReason = "held" | "unreachable" | "expired" | "lost" | "released";
 
 /**
  * The lock (or a semaphore's permit) was not acquired after every attempt; `reason` `held` means the
- * lock is held by someone else (for a semaphore: every permit is held), `retryAfterMs` when it may free up. Each failed attempt was released on every node that
+ * lock is held by someone else (for a semaphore: every permit is held), `retryAfterMs` when it may free up. Each
+ * failed attempt was released on every node that
  * may hold it (a node where that release fails keeps the key until its ttl; nobody holds it).
  * @example
+ * ```ts
  * try { await redlock.acquire(["k"], 5_000); }
  * catch (e) { if (e instanceof LockAcquisitionError && e.reason === "held") console.log(e.retryAfterMs); }
+ * ```
  */
 export class LockAcquisitionError extends RedlockError {
+  /** Why the last attempt failed: `held`, `unreachable` or `expired`. */
   readonly reason: FailureReason;
+  /** The resources asked for. */
   readonly resources: readonly string[];
+  /** Every attempt's tally, the first one first. */
   readonly attempts: AttemptTally[];
+  /**
+   * Made by the library when every attempt failed; the message says why the last one did.
+   * @param resources the resources asked for
+   * @param attempts every attempt's tally
+   * @param what a lock, or a semaphore's permit (the message says which)
+   */
   constructor(resources: readonly string[], attempts: AttemptTally[], what: "lock" | "permit" = "lock") {
     const last = attempts[attempts.length - 1];
     const reason = failureReason(last);
@@ -89,16 +124,30 @@ export class LockAcquisitionError extends RedlockError {
 /**
  * The lock could not be extended: treat it as lost and stop acting on it.
  * @example
+ * ```ts
  * try { await lock.extend(5_000); } catch (e) { if (e instanceof LockExtensionError) abortWork(); }
+ * ```
  */
 export class LockExtensionError extends RedlockError {
+  /** Why the lock is lost: `lost`, `released`, `held`, `unreachable` or `expired`. */
   readonly reason: FailureReason;
+  /** The lock's resources. */
   readonly resources: readonly string[];
   /** The extension round, absent when no request was sent (validity over, or the lock released). */
   readonly tally?: AttemptTally;
+  /**
+   * Made by the library when an extension failed or could not be sent.
+   * @param resources the lock's resources
+   * @param tally the extension round, when one was sent
+   * @param reason without a round: `lost` (validity over) or `released`
+   */
   constructor(resources: readonly string[], tally?: AttemptTally, reason: "lost" | "released" = "lost") {
     const why = tally ? extensionReason(tally) : reason;
-    const detail = tally ? describe(why, tally) : why === "released" ? "it was released" : "its validity ended before the extension";
+    const detail = tally
+      ? describe(why, tally)
+      : why === "released"
+        ? "it was released"
+        : "its validity ended before the extension";
     super(`lock on ${resources.length} resource(s) lost: ${detail}`);
     this.reason = why;
     this.resources = resources;
@@ -115,13 +164,14 @@ function extensionReason(tally: AttemptTally): FailureReason {
 
 function failureReason(tally: AttemptTally): FailureReason {
   const nodes = tally.votes.length;
-  const quorum = Math.floor(nodes / 2) + 1;
+  const quorum = quorumOf(nodes);
   if (tally.granted >= quorum) return "expired";
   return tally.errors > nodes - quorum ? "unreachable" : "held";
 }
 
 function describe(reason: FailureReason, tally: AttemptTally, what: "lock" | "permit" = "lock"): string {
-  const counts = `${tally.granted} granted, ${tally.denied} denied, ${tally.errors} errors of ${tally.votes.length} nodes`;
+  const { granted, denied, errors, votes } = tally;
+  const counts = `${granted} granted, ${denied} denied, ${errors} errors of ${votes.length} nodes`;
   if (reason === "expired") return `quorum reached too late (${counts}, validity ${Math.round(tally.validityMs)} ms)`;
   if (reason === "unreachable") {
     const causes = [...new Set(tally.votes.flatMap((v) => (v.outcome === "error" ? [v.cause] : [])))];
@@ -132,7 +182,9 @@ function describe(reason: FailureReason, tally: AttemptTally, what: "lock" | "pe
 }
 
 function holderPttl(tally: AttemptTally | undefined): number | undefined {
-  const pttls = (tally?.votes ?? []).flatMap((v) => (v.outcome === "denied" && v.pttl !== undefined && v.pttl >= 0 ? [v.pttl] : []));
+  const pttls = (tally?.votes ?? []).flatMap((v) =>
+    v.outcome === "denied" && v.pttl !== undefined && v.pttl >= 0 ? [v.pttl] : [],
+  );
   if (pttls.length === 0) return undefined;
   return pttls.sort((a, b) => a - b)[Math.floor((pttls.length - 1) / 2)];
 }
@@ -143,9 +195,12 @@ function holderPttl(tally: AttemptTally | undefined): number | undefined {
  * handler's stream ends (at the latest one ttl later, when the stream is cancelled), so a step already
  * under way is still covered.
  * @example
+ * ```ts
  * if (c.var.lock.signal.reason instanceof ResponseAbandonedError) return; // nobody reads any more
+ * ```
  */
 export class ResponseAbandonedError extends RedlockError {
+  /** Made by the middleware when the client stops reading the response. */
   constructor() {
     super("the client no longer reads the response: stop producing it (the lock is released once its stream ends)");
   }
@@ -154,10 +209,17 @@ export class ResponseAbandonedError extends RedlockError {
 /**
  * The reason a {@link Redlock.using} routine's signal aborts when `maxHold` is reached.
  * @example
+ * ```ts
  * if (signal.reason instanceof MaxHoldError) console.warn("held too long", signal.reason.maxHold);
+ * ```
  */
 export class MaxHoldError extends RedlockError {
+  /** The `maxHold` that was reached (ms). */
   readonly maxHold: number;
+  /**
+   * Made by the keeper when `maxHold` is reached.
+   * @param maxHold the cap that was reached (ms)
+   */
   constructor(maxHold: number) {
     super(`lock held for its maximum of ${maxHold} ms`);
     this.maxHold = maxHold;

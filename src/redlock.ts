@@ -1,42 +1,67 @@
 // The Redlock algorithm: acquire on a quorum within validity, release everywhere, retry at random.
-import { nodesFromEnv, type EnvOptions } from "./env.ts";
+import { checkResources, checkRetryPolicy, checkTtl, checkUsing, resolveOptions } from "./check.ts";
 import { InvalidArgumentError, type LockExtensionError, type MaxHoldError } from "./errors.ts";
-import { Lock, type ReleaseResult } from "./lock.ts";
-import { upstashNode, type NodeConfig, type RedlockNode, type ScriptClient } from "./node.ts";
+import { fenceKey, maxFence } from "./fencing/tokens.ts";
+import { inspectResources, type Inspection } from "./lock/inspect.ts";
+import { holdWhile } from "./lock/keeper.ts";
+import { Lifecycle } from "./lock/lifecycle.ts";
+import { Lock, type ReleaseResult } from "./lock/lock.ts";
+import { nodesFromEnv, type EnvOptions } from "./node/env.ts";
+import { toNodes, type NodeInput } from "./node/input.ts";
+import type { RedlockNode } from "./node/node.ts";
 import {
-  checkResources, checkToken, checkTtl, checkUrl, checkUsing, defaultThreshold, resolveOptions,
-  type AcquireOptions, type RedlockOptions, type ResolvedOptions, type UsingOptions,
+  defaultThreshold,
+  type AcquireOptions,
+  type RedlockOptions,
+  type ResolvedOptions,
+  type UsingOptions,
 } from "./options.ts";
-import { holdWhile } from "./keeper.ts";
-import { Rounds } from "./rounds.ts";
-import { inspectResources, type Inspection } from "./inspect.ts";
-import { Semaphore } from "./semaphore.ts";
-import { ACQUIRE, FENCE, FENCED_ACQUIRE } from "./scripts.ts";
-import { fenceKey, maxFence } from "./fencing.ts";
-
-/** One database: `{ url, token }`, an `@upstash/redis` `Redis` instance, or a custom {@link RedlockNode}. */
-export type NodeInput = NodeConfig | ScriptClient | RedlockNode;
+import { retrying } from "./quorum/retry.ts";
+import { Rounds } from "./quorum/rounds.ts";
+import { FENCE } from "./scripts/fencing.ts";
+import { ACQUIRE, FENCED_ACQUIRE } from "./scripts/lock.ts";
+import { Semaphore } from "./semaphore/semaphore.ts";
 
 /**
  * The Redlock distributed lock over N independent Redis databases (5 recommended), spoken to over HTTP.
  * @example
+ * ```ts
  * const redlock = new Redlock([{ url, token }, ...fourMore]);
  * const lock = await redlock.acquire(["orders:42"], 10_000);
  * try { await pay(42); } finally { await lock.release(); }
+ * ```
  */
 export class Redlock {
-  readonly nodes: readonly RedlockNode[];
-  /** floor(N/2) + 1. */
-  readonly quorum: number;
-  readonly options: Readonly<ResolvedOptions>;
   readonly #rounds: Rounds;
+  readonly #lifecycle: Lifecycle;
 
+  /**
+   * A Redlock over `nodes`, each request to them bounded by `options.nodeTimeout`.
+   * @param nodes the databases, 5 recommended: `{ url, token }`, `@upstash/redis` instances, or your own {@link
+   *   RedlockNode}s
+   * @param options see {@link RedlockOptions}
+   * @throws {InvalidArgumentError} for a bad node or option (the message never repeats a URL or token)
+   */
   constructor(nodes: readonly NodeInput[], options?: RedlockOptions) {
-    this.options = Object.freeze(resolveOptions(options));
-    const { built, secrets } = toNodes(nodes, this.options.batching);
-    this.nodes = Object.freeze(built);
-    this.#rounds = new Rounds(this.nodes, this.options, Object.freeze(secrets));
-    this.quorum = this.#rounds.quorum;
+    const resolved = Object.freeze(resolveOptions(options));
+    const { built, secrets } = toNodes(nodes, resolved.batching);
+    this.#rounds = new Rounds(Object.freeze(built), resolved, Object.freeze(secrets));
+    this.#lifecycle = new Lifecycle(this.#rounds);
+  }
+
+  /** The nodes, in the order given (tallies number them from 0 in this order). */
+  get nodes(): readonly RedlockNode[] {
+    return this.#rounds.nodes;
+  }
+
+  /** How many nodes must grant: floor(N/2) + 1. */
+  get quorum(): number {
+    return this.#rounds.quorum;
+  }
+
+  /** The options in force, defaults filled in. */
+  get options(): Readonly<ResolvedOptions> {
+    return this.#rounds.options;
   }
 
   /**
@@ -45,7 +70,9 @@ export class Redlock {
    * `env` is any object (a Worker's `interface Env` included); those variables must be non-empty strings.
    * Throws {@link MissingConfigurationError} naming every missing variable.
    * @example
+   * ```ts
    * export default { fetch: (req, env) => Redlock.fromEnv(env).using(...) };
+   * ```
    */
   static fromEnv(env: object, options?: RedlockOptions & EnvOptions): Redlock {
     const { nodes, ...rest } = options ?? {};
@@ -60,28 +87,42 @@ export class Redlock {
    * @throws {InvalidArgumentError} before any request, for bad arguments.
    * @throws {LockAcquisitionError} when every attempt failed; `reason` tells `held` from `unreachable`.
    * @example
+   * ```ts
    * const lock = await redlock.acquire(["user:7", "wallet:7"], 5_000, { signal: AbortSignal.timeout(2_000) });
+   * ```
    */
   async acquire(resources: string | readonly string[], ttl: number, options: AcquireOptions = {}): Promise<Lock> {
     const keys = checkResources(resources);
     checkTtl(ttl, this.options.nodeTimeout);
-    const policy = this.#rounds.retryPolicy(options);
-    if (options.fencing !== undefined && typeof options.fencing !== "boolean") throw new InvalidArgumentError("options.fencing", "must be a boolean");
+    const policy = checkRetryPolicy(options, this.options);
+    if (options.fencing !== undefined && typeof options.fencing !== "boolean")
+      throw new InvalidArgumentError("options.fencing", "must be a boolean");
     const fencing = options.fencing === true;
     const roundKeys = fencing ? [...keys, ...keys.map(fenceKey)] : keys;
     const rounds = this.#rounds;
-    return rounds.retrying(keys, policy, async (attempt) => {
-      const grant = await rounds.grant(fencing ? FENCED_ACQUIRE : ACQUIRE, roundKeys, (value) => [value, String(ttl), String(keys.length)], policy.signal);
+    const lifecycle = this.#lifecycle;
+    return retrying(rounds.clock, keys, policy, async (attempt) => {
+      const grant = await rounds.grant(
+        fencing ? FENCED_ACQUIRE : ACQUIRE,
+        roundKeys,
+        (value) => [value, String(ttl), String(keys.length)],
+        policy.signal,
+      );
       let round = grant.round;
       let fence: string | undefined;
       if (fencing && rounds.holds(round, ttl, grant.start)) {
-        // Fencing: raise the counters to the token on a quorum that still holds the lock (DESIGN §4).
+        // Fencing: raise the counters to the token on a quorum that still holds the lock (docs/SAFETY.md, "Fencing").
         // Every grant of FENCED_ACQUIRE carries a counter (a bare grant is an error vote).
         fence = maxFence(round.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
-        round = await rounds.round(FENCE, roundKeys, [grant.value, fence], { signal: policy.signal, decide: "outcome", cancelStragglers: true });
+        round = await rounds.round(FENCE, roundKeys, [grant.value, fence], {
+          signal: policy.signal,
+          decide: "outcome",
+          cancelStragglers: true,
+        });
       }
-      if (rounds.holds(round, ttl, grant.start)) return { held: new Lock(keys, grant.value, attempt, fence, rounds.held(grant, ttl)) };
-      return rounds.failed(attempt, round, grant, ttl, keys);
+      if (rounds.holds(round, ttl, grant.start))
+        return { held: new Lock(keys, grant.value, attempt, fence, lifecycle.held(grant, ttl)) };
+      return lifecycle.failed(attempt, round, grant, ttl, keys);
     });
   }
 
@@ -93,6 +134,7 @@ export class Redlock {
    * when `maxHold` is reached (reason: {@link MaxHoldError}) or when the caller's signal aborts.
    * Resolves with the routine's value or rejects with its error.
    * @example
+   * ```ts
    * const summary = await redlock.using(["report:daily"], 5_000, async (signal) => {
    *   for (const chunk of work) {
    *     signal.throwIfAborted(); // the lock was lost
@@ -100,6 +142,7 @@ export class Redlock {
    *   }
    *   return "done";
    * }, { maxHold: 60_000 });
+   * ```
    */
   async using<T>(
     resources: string | readonly string[],
@@ -116,7 +159,9 @@ export class Redlock {
    * When auto-extension starts by default: half the ttl left, and never less than nodeTimeout + 50 ms
    * (an extension round may take up to nodeTimeout).
    * @example
+   * ```ts
    * redlock.defaultThreshold(10_000); // 5000
+   * ```
    */
   defaultThreshold(ttl: number): number {
     return defaultThreshold(ttl, this.options.nodeTimeout);
@@ -127,11 +172,13 @@ export class Redlock {
    * (1 ≤ limit ≤ 100). Each slot is a mutex of its own, so it never over-admits (docs/SAFETY.md).
    * @throws {InvalidArgumentError} for a bad key or limit.
    * @example
+   * ```ts
    * const uploads = redlock.semaphore("uploads", 3);
    * await uploads.using(10_000, async (signal) => upload(file, { signal }));
+   * ```
    */
   semaphore(key: string, limit: number): Semaphore {
-    return new Semaphore(key, limit, this.#rounds);
+    return new Semaphore(key, limit, this.#rounds, this.#lifecycle);
   }
 
   /**
@@ -139,7 +186,9 @@ export class Redlock {
    * node, held or not, its PTTL or why it gave no answer; whether one holder holds them on a quorum; and
    * how long until a quorum of nodes would let them go.
    * @example
+   * ```ts
    * const { heldByQuorum, freeInMs, nodes } = await redlock.inspect(["orders:42"]);
+   * ```
    */
   inspect(resources: string | readonly string[]): Promise<Inspection> {
     return inspectResources(this.#rounds, checkResources(resources));
@@ -153,11 +202,13 @@ export class Redlock {
    * From the call on the lock is dead: {@link Redlock.extend} refuses it, and an extension still in
    * flight reports failure (and cannot set a key again: the extend script never creates one).
    * @example
+   * ```ts
    * const { released, pending } = await redlock.release(lock);
    * ctx.waitUntil(pending);
+   * ```
    */
   release(lock: Lock): Promise<ReleaseResult> {
-    return this.#rounds.release(lock);
+    return this.#lifecycle.release(lock);
   }
 
   /**
@@ -167,28 +218,11 @@ export class Redlock {
    * already past its validity (`lost`, nothing sent), or no quorum extended it in time: the lock must
    * be treated as lost.
    * @example
+   * ```ts
    * await redlock.extend(lock, 10_000);
+   * ```
    */
   extend(lock: Lock, ttl: number): Promise<Lock> {
-    return this.#rounds.extend(lock, ttl);
+    return this.#lifecycle.extend(lock, ttl);
   }
-}
-
-function toNodes(nodes: readonly NodeInput[], batching: boolean): { built: RedlockNode[]; secrets: string[] } {
-  if (!Array.isArray(nodes) || nodes.length === 0) throw new InvalidArgumentError("nodes", "must hold at least one node");
-  const identities = new Set<string>();
-  const secrets: string[] = [];
-  const built = Array.from({ length: nodes.length }, (_, i) => {
-    const node: unknown = nodes[i];
-    if (typeof node !== "object" || node === null) throw new InvalidArgumentError(`nodes[${i}]`, "must be { url, token }, a Redis instance or a RedlockNode");
-    if (typeof (node as RedlockNode).run === "function") return node as RedlockNode;
-    if (typeof (node as ScriptClient).evalsha === "function") return upstashNode(node as ScriptClient, `node${i}`);
-    const identity = checkUrl((node as NodeConfig).url, `nodes[${i}].url`);
-    const token = checkToken((node as NodeConfig).token, `nodes[${i}].token`);
-    if (identities.has(identity)) throw new InvalidArgumentError(`nodes[${i}].url`, "repeats another node: the databases must be independent");
-    identities.add(identity);
-    secrets.push(token);
-    return upstashNode({ url: (node as NodeConfig).url, token }, { batching });
-  });
-  return { built, secrets };
 }

@@ -4,7 +4,7 @@ import { Hono, type Context } from "hono";
 import { streamText } from "hono/streaming";
 import { env as runtimeEnv } from "hono/adapter";
 import { Redlock, envNames } from "../src/index.ts";
-import { redlock, semaphore, type RedlockVariables, type SemaphoreVariables } from "../src/hono.ts";
+import { redlock, semaphore, type RedlockVariables, type SemaphoreVariables } from "../src/hono/index.ts";
 
 /** Stock of an item as the demo stores it: deliberately a JSON blob, read-modify-written. */
 interface Stock {

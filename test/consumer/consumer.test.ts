@@ -187,8 +187,8 @@ afterAll(async () => {
 
 describe("the packed tarball", () => {
   it("holds the built package and what a user needs, nothing else", () => {
-    expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "README.md", "LICENSE", "CHANGELOG.md", "dist/src/index.js", "dist/src/index.d.ts", "dist/src/hono.js", "dist/src/hono.d.ts", "dist/src/doctor.js", "dist/cli/main.js"]));
-    const unexpected = packedFiles.filter((f) => !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/src\/[\w-]+\.(js|d\.ts)|dist\/cli\/[\w-]+\.js)$/.test(f));
+    expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "README.md", "LICENSE", "CHANGELOG.md", "dist/src/index.js", "dist/src/index.d.ts", "dist/src/hono/index.js", "dist/src/hono/index.d.ts", "dist/src/scripts/index.js", "dist/src/doctor/index.js", "dist/cli/main.js"]));
+    const unexpected = packedFiles.filter((f) => !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/src\/([\w-]+\/)?[\w-]+\.(js|d\.ts)|dist\/cli\/[\w-]+\.js)$/.test(f));
     expect(unexpected).toEqual([]);
   });
 });

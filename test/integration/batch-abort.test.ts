@@ -4,8 +4,8 @@
 // the pipeline request, which is not cut while another member waits. Its cleanup release (a new request)
 // can overtake the pipeline under ordinary jitter, far below nodeTimeout; the acquire then lands and sets
 // the key on every node for the full ttl: nobody holds the lock, and every contender is refused.
-// Fixed: a member that stops waiting carries when its pipeline request is over (src/batch.ts, Abandoned),
-// and cleanups and follow-up releases wait for it (src/rounds.ts); a decided round is no longer cut by the
+// Fixed: a member that stops waiting carries when its pipeline request is over (src/node/batch.ts, Abandoned),
+// and cleanups and follow-up releases wait for it (src/lock/lifecycle.ts); a decided round is no longer cut by the
 // caller's signal. These tests assert the fix.
 import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, Redlock } from "../../src/index.ts";

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, beforeEach } from "vitest";
 import { nodeAdmin, settle as settleAdmins } from "../../dev/admin.ts";
 import { startCluster, type Cluster } from "../../dev/cluster.ts";
 import { upstashNode, type RedlockNode } from "../../src/index.ts";
-import { ACQUIRE, EXTEND, FENCE, RELEASE } from "../../src/scripts.ts";
+import { ACQUIRE, EXTEND, FENCE, RELEASE } from "../../src/scripts/index.ts";
 
 export interface Fixture {
   cluster: Cluster;

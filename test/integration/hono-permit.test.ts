@@ -4,7 +4,7 @@ import { Hono } from "hono";
 import { streamText } from "hono/streaming";
 import { describe, expect, it } from "vitest";
 import { Redlock } from "../../src/index.ts";
-import { semaphore, type SemaphoreVariables } from "../../src/hono.ts";
+import { semaphore, type SemaphoreVariables } from "../../src/hono/index.ts";
 import { settle, useCluster } from "./fixture.ts";
 
 const env = useCluster();

@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import { streamSSE, streamText } from "hono/streaming";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LockExtensionError, Redlock, ResponseAbandonedError } from "../../src/index.ts";
-import { redlock, type RedlockVariables } from "../../src/hono.ts";
+import { redlock, type RedlockVariables } from "../../src/hono/index.ts";
 import { useCluster } from "./fixture.ts";
 
 const env = useCluster();

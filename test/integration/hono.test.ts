@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redlock, envNames } from "../../src/index.ts";
-import { redlock, type RedlockVariables } from "../../src/hono.ts";
+import { redlock, type RedlockVariables } from "../../src/hono/index.ts";
 import { createApp } from "../../worker/app.ts";
 import { settle, useCluster } from "./fixture.ts";
 

@@ -115,7 +115,7 @@ describe("invalid input", () => {
   });
 
   it("the middleware refuses a bad key with a 500 and sends nothing", async () => {
-    const { redlock } = await import("../../src/hono.ts");
+    const { redlock } = await import("../../src/hono/index.ts");
     await Promise.all(env.admins.map((a) => a.resetCounters()));
     const app = new Hono();
     app.onError((error, c) => c.json({ error: error.name }, 500));
@@ -130,7 +130,7 @@ describe("invalid input", () => {
 
 describe("middleware options", () => {
   it("are checked when the route is defined", async () => {
-    const { redlock } = await import("../../src/hono.ts");
+    const { redlock } = await import("../../src/hono/index.ts");
     for (const options of [{ ttl: 0 }, { ttl: 1.5 }, { ttl: Number.NaN }, { wait: -1 }, { maxHold: 0 }, { lostHeader: "bad header" }]) {
       expect(() => redlock("k", options), JSON.stringify(options)).toThrow(InvalidArgumentError);
     }

@@ -4,7 +4,7 @@
 // command and ITS entry is exactly the success reply ({"result":[1]}, no error) — the rule the plain-request
 // path applies (@upstash/redis throws on any truthy `error`). Every later request (NOSCRIPT fallbacks,
 // cleanups) is answered HTTP 500.
-// Fixed: any truthy `error` in a pipeline entry is an error (src/node.ts toOutcomes). These tests assert the fix.
+// Fixed: any truthy `error` in a pipeline entry is an error (src/node/upstash.ts toOutcomes). These tests assert the fix.
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { LockAcquisitionError, Redlock } from "../../src/index.ts";

@@ -6,8 +6,8 @@ import { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Redis } from "@upstash/redis/cloudflare";
 import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, Redlock, RedlockError, fencedWrite } from "../../src/index.ts";
-import { CLIENT_SETTINGS } from "../../src/node.ts";
-import { redlock as guard } from "../../src/hono.ts";
+import { CLIENT_SETTINGS } from "../../src/node/upstash.ts";
+import { redlock as guard } from "../../src/hono/index.ts";
 import { useCluster } from "./fixture.ts";
 
 const env = useCluster();

@@ -4,12 +4,12 @@
 // held" — and the middleware answers 429 — whenever the dice land on a held slot, while other slots are
 // free on every node. README: "When every permit is held, acquire rejects ... reason held";
 // hono: "429 ... every permit is held".
-// Fixed: an attempt tries another slot at once when the refusals show one free on a quorum (src/semaphore.ts).
+// Fixed: an attempt tries another slot at once when the refusals show one free on a quorum (src/semaphore/semaphore.ts).
 // These tests assert the fix.
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, Redlock } from "../../src/index.ts";
-import { semaphore, type SemaphoreVariables } from "../../src/hono.ts";
+import { semaphore, type SemaphoreVariables } from "../../src/hono/index.ts";
 import { settle, useCluster } from "./fixture.ts";
 
 const env = useCluster();

@@ -2,7 +2,7 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, Redlock, envNames } from "../../src/index.ts";
-import { semaphore, type SemaphoreVariables } from "../../src/hono.ts";
+import { semaphore, type SemaphoreVariables } from "../../src/hono/index.ts";
 import { createApp } from "../../worker/app.ts";
 import { settle, useCluster } from "./fixture.ts";
 

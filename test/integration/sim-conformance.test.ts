@@ -1,8 +1,8 @@
 // The simulator's nodes mirror the Lua scripts by hand: this runs the same operations on a real
 // redis-server (the real scripts) and on a SimNode, and requires the same replies and the same keys.
 import { describe, expect, it } from "vitest";
-import type { Script } from "../../src/scripts.ts";
-import { ACQUIRE, EXTEND, FENCED_ACQUIRE, INSPECT, RELEASE, SEMAPHORE_ACQUIRE, withoutKeyLocking } from "../../src/scripts.ts";
+import type { Script } from "../../src/scripts/index.ts";
+import { ACQUIRE, EXTEND, FENCED_ACQUIRE, INSPECT, RELEASE, SEMAPHORE_ACQUIRE, withoutKeyLocking } from "../../src/scripts/index.ts";
 import { SimNode } from "../sim/sim-node.ts";
 import { VirtualClock } from "../sim/virtual-clock.ts";
 import { useCluster } from "./fixture.ts";

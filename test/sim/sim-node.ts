@@ -1,7 +1,7 @@
 // An in-memory Redis node on a virtual clock, with the semantics of the library's scripts
 // (test/integration/sim-conformance.test.ts runs the same operations on real Redis and compares).
-import type { RedlockNode } from "../../src/node.ts";
-import type { Script } from "../../src/scripts.ts";
+import type { RedlockNode } from "../../src/node/node.ts";
+import type { Script } from "../../src/scripts/index.ts";
 import type { VirtualClock } from "./virtual-clock.ts";
 
 /** How the node behaves: `up` answers, `down` fails, `hang` never answers, `garbage` answers nonsense. */

@@ -1,5 +1,5 @@
 // A virtual clock for deterministic tests: time moves only when every promise is idle.
-import type { Clock } from "../../src/clock.ts";
+import type { Clock } from "../../src/support/clock.ts";
 
 interface Timer {
   at: number;

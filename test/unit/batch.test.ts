@@ -1,7 +1,7 @@
 // The batcher's rules with a scripted transport: what goes out together, what alone, and who stops waiting.
 // test/integration/batching.test.ts checks the same through @upstash/redis against real Redis.
 import { describe, expect, it } from "vitest";
-import { Abandoned, batching, type Outcome, type Transport } from "../../src/batch.ts";
+import { Abandoned, batching, type Outcome, type Transport } from "../../src/node/batch.ts";
 
 interface Call {
   kind: "one" | "many";

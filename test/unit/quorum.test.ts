@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { fanOut, type Ask } from "../../src/quorum.ts";
-import type { Vote } from "../../src/vote.ts";
+import { fanOut, type Ask } from "../../src/quorum/fan-out.ts";
+import type { Vote } from "../../src/scripts/vote.ts";
 import { VirtualClock } from "../sim/virtual-clock.ts";
 
 /** Node i answers `votes[i]` after `delays[i]` ms (undefined delay: never answers). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ACQUIRE, EXTEND, FENCE, FENCED_ACQUIRE, RELEASE, scriptSha } from "../../src/scripts.ts";
-import { randomValue } from "../../src/token.ts";
+import { ACQUIRE, EXTEND, FENCE, FENCED_ACQUIRE, RELEASE, scriptSha } from "../../src/scripts/index.ts";
+import { randomValue } from "../../src/support/random.ts";
 import { createHash } from "node:crypto";
 
 describe("replies become votes only in their exact shape", () => {
@@ -55,10 +55,10 @@ describe("replies become votes only in their exact shape", () => {
 describe("randomness in src/", () => {
   it("uses only crypto.getRandomValues: no Math.random anywhere, 20-byte values", async () => {
     const { readdirSync, readFileSync } = await import("node:fs");
-    const files = readdirSync("src").filter((f) => f.endsWith(".ts"));
+    const files = (readdirSync("src", { recursive: true }) as string[]).filter((f) => f.endsWith(".ts"));
     expect(files.length).toBeGreaterThan(5);
     for (const file of files) expect(readFileSync(`src/${file}`, "utf8"), file).not.toMatch(/Math\.random/);
-    const token = readFileSync("src/token.ts", "utf8");
+    const token = readFileSync("src/support/random.ts", "utf8");
     expect(token).toMatch(/VALUE_BYTES = 20/);
     expect(token).toMatch(/crypto\.getRandomValues\(new Uint8Array\(VALUE_BYTES\)\)/);
   });

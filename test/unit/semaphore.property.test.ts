@@ -5,10 +5,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { Redlock, type RedlockNode, type Vote } from "../../src/index.ts";
-import { castVote } from "../../src/node.ts";
-import { fanOut } from "../../src/quorum.ts";
-import type { Script } from "../../src/scripts.ts";
-import { randomValue } from "../../src/token.ts";
+import { castVote } from "../../src/node/outcome.ts";
+import { fanOut } from "../../src/quorum/fan-out.ts";
+import type { Script } from "../../src/scripts/index.ts";
+import { randomValue } from "../../src/support/random.ts";
 import { simCluster, type SimNode } from "../sim/sim-node.ts";
 import { VirtualClock } from "../sim/virtual-clock.ts";
 

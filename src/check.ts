@@ -1,0 +1,220 @@
+// The checks that run before any request: every argument and option, with a typed error that never
+// repeats a secret.
+import { InvalidArgumentError } from "./errors.ts";
+import {
+  DEFAULTS,
+  MAX_TTL,
+  RESERVED_PREFIX,
+  defaultThreshold,
+  type AcquireOptions,
+  type RedlockOptions,
+  type ResolvedOptions,
+  type RetryPolicy,
+  type UsingOptions,
+} from "./options.ts";
+import { systemClock, type Clock } from "./support/clock.ts";
+import { MIN_SECRET_LENGTH } from "./support/redact.ts";
+
+export function resolveOptions(options: RedlockOptions | undefined, where = "options"): ResolvedOptions {
+  if (options !== undefined && (typeof options !== "object" || options === null)) {
+    throw new InvalidArgumentError(where, "must be an object");
+  }
+  const o = { ...DEFAULTS, clock: systemClock, ...definedOnly(options ?? {}) };
+  checkRetry(o, where);
+  checkNumber(`${where}.driftFactor`, o.driftFactor, { min: 0, below: 1 });
+  checkNumber(`${where}.nodeTimeout`, o.nodeTimeout, { min: 1, max: MAX_TTL, integer: true });
+  if (typeof o.batching !== "boolean") throw new InvalidArgumentError(`${where}.batching`, "must be a boolean");
+  const clock = o.clock as Partial<Clock> | null;
+  if (!clock || ["now", "epoch", "sleep", "timeout"].some((m) => typeof clock[m as keyof Clock] !== "function")) {
+    throw new InvalidArgumentError(`${where}.clock`, "must have now, epoch, sleep and timeout functions");
+  }
+  return o;
+}
+
+/** The retry settings of one acquisition: the call's, else the instance's, checked. */
+export function checkRetryPolicy(
+  options: AcquireOptions,
+  defaults: Pick<ResolvedOptions, "retryCount" | "retryDelay" | "retryJitter">,
+): RetryPolicy {
+  if (typeof options !== "object" || options === null) throw new InvalidArgumentError("options", "must be an object");
+  const signal = checkSignal(options.signal, "options.signal");
+  const policy = {
+    retryCount: options.retryCount ?? defaults.retryCount,
+    retryDelay: options.retryDelay ?? defaults.retryDelay,
+    retryJitter: options.retryJitter ?? defaults.retryJitter,
+  };
+  checkRetry(policy, "options");
+  return { ...policy, maxWait: checkDuration("options.maxWait", options.maxWait), signal };
+}
+
+/** Checks retry settings (also used for per-call overrides). */
+export function checkRetry(o: Pick<ResolvedOptions, "retryCount" | "retryDelay" | "retryJitter">, where: string): void {
+  checkNumber(`${where}.retryCount`, o.retryCount, { min: -1, max: 1_000_000, integer: true });
+  checkNumber(`${where}.retryDelay`, o.retryDelay, { min: 0, max: MAX_TTL });
+  checkNumber(`${where}.retryJitter`, o.retryJitter, { min: 0, max: MAX_TTL });
+}
+
+/**
+ * Resources: a non-empty string or a non-empty (dense) array of distinct non-empty strings, none in the reserved
+ * namespace.
+ */
+export function checkResources(resources: unknown): string[] {
+  const list = typeof resources === "string" ? [resources] : resources;
+  if (!Array.isArray(list) || list.length === 0)
+    throw new InvalidArgumentError("resources", "must be a non-empty array of strings");
+  for (let i = 0; i < list.length; i++) {
+    const key: unknown = list[i];
+    if (!(i in list) || typeof key !== "string" || key.length === 0)
+      throw new InvalidArgumentError(`resources[${i}]`, "must be a non-empty string");
+    if (key.startsWith(RESERVED_PREFIX))
+      throw new InvalidArgumentError(
+        `resources[${i}]`,
+        `must not start with "${RESERVED_PREFIX}" (reserved for the library's own keys)`,
+      );
+  }
+  if (new Set(list).size !== list.length)
+    throw new InvalidArgumentError("resources", "must not contain the same key twice");
+  return [...list];
+}
+
+/** What `@upstash/redis` accepts as a base URL (after one trailing slash is removed). */
+const CLIENT_URL = /^https?:\/\/[^\s#$./?].\S*$/;
+
+/**
+ * A REST URL: http(s), a host, no whitespace or control characters, no credentials, query or
+ * fragment. Returns its identity (scheme, host, port, path without trailing slashes) to tell two
+ * nodes apart. The message never repeats the URL: it may hold a secret.
+ */
+export function checkUrl(url: unknown, where: string): string {
+  const checked = nodeIdentity(url);
+  if ("problem" in checked) throw new InvalidArgumentError(where, checked.problem);
+  return checked.identity;
+}
+
+/**
+ * What tells two nodes apart: one database has one identity under every spelling of its URL (host case,
+ * a trailing dot or slash, an IPv4-mapped IPv6 address, the default port). Or why `url` is no REST URL,
+ * in words that never repeat it.
+ * @example
+ * ```ts
+ * nodeIdentity("https://EU1.example.com./"); // { identity: "eu1.example.com:443" }
+ * ```
+ */
+export function nodeIdentity(url: unknown): { identity: string } | { problem: string } {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
+  if (typeof url !== "string" || /[\s\u0000-\u001f\u007f]/.test(url))
+    return { problem: "must be an http(s) URL without whitespace or control characters" };
+  if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) return { problem: "must be an http(s) URL" };
+  const parsed = new URL(url);
+  const authority = url.slice(url.indexOf("//") + 2).split(/[/?#]/)[0];
+  if (authority.includes("@") || parsed.username !== "" || parsed.password !== "") {
+    return { problem: "carries credentials (user:password@); give the token on its own" };
+  }
+  if (url.includes("?") || url.includes("#")) return { problem: "must not contain a query or a fragment" };
+  if (!CLIENT_URL.test(url.replace(/\/$/, ""))) return { problem: "must be an http(s) URL with a host name" };
+  const port = parsed.port || (parsed.protocol === "https:" ? "443" : "80");
+  return { identity: `${canonicalHost(parsed.hostname)}:${port}${parsed.pathname.replace(/\/+$/, "")}` };
+}
+
+/** One spelling per host: lower case (URL does that), no trailing dot, IPv4-mapped IPv6 as IPv4. */
+function canonicalHost(hostname: string): string {
+  const host = hostname.replace(/\.$/, "");
+  const mapped = /^\[::ffff:(?:(\d+\.\d+\.\d+\.\d+)|([0-9a-f]{1,4}):([0-9a-f]{1,4}))\]$/i.exec(host);
+  if (!mapped) return host;
+  if (mapped[1]) return mapped[1];
+  const [hi, lo] = [parseInt(mapped[2], 16), parseInt(mapped[3], 16)];
+  return [hi >> 8, hi & 255, lo >> 8, lo & 255].join(".");
+}
+
+/**
+ * A REST token: at least 8 visible ASCII characters (no whitespace or control characters). The message never repeats
+ * it.
+ */
+export function checkToken(token: unknown, where: string): string {
+  const problem = tokenProblem(token);
+  if (problem) throw new InvalidArgumentError(where, problem);
+  return token as string;
+}
+
+/**
+ * Why `token` cannot be a REST token, in words that never repeat it; undefined when it can. Shorter
+ * tokens are refused because a secret that short cannot be kept out of failure texts reliably.
+ * @example
+ * ```ts
+ * tokenProblem("abc"); // "must be a string of at least 8 visible ASCII characters (…)"
+ * ```
+ */
+export function tokenProblem(token: unknown): string | undefined {
+  if (typeof token === "string" && /^[\x21-\x7e]+$/.test(token) && token.length >= MIN_SECRET_LENGTH) return undefined;
+  const what = `at least ${MIN_SECRET_LENGTH} visible ASCII characters`;
+  return `must be a string of ${what} (no whitespace or control characters)`;
+}
+
+/** A ttl: an integer number of ms, above nodeTimeout, at most {@link MAX_TTL}. */
+export function checkTtl(ttl: unknown, nodeTimeout: number): number {
+  checkNumber("ttl", ttl, { min: 1, max: MAX_TTL, integer: true });
+  if ((ttl as number) <= nodeTimeout) {
+    throw new InvalidArgumentError("ttl", `must be greater than nodeTimeout (${nodeTimeout} ms); got ${ttl as number}`);
+  }
+  return ttl as number;
+}
+
+/** The checks of `using()` (lock or semaphore): a ttl, a routine, and how the hold is kept. */
+export function checkUsing(
+  ttl: unknown,
+  routine: unknown,
+  options: UsingOptions | undefined,
+  nodeTimeout: number,
+): { maxHold?: number; threshold: number } {
+  checkTtl(ttl, nodeTimeout);
+  if (typeof routine !== "function") throw new InvalidArgumentError("routine", "must be a function");
+  const maxHold = checkDuration("options.maxHold", options?.maxHold, 1);
+  const threshold =
+    checkDuration("options.extendThreshold", options?.extendThreshold, 1) ??
+    defaultThreshold(ttl as number, nodeTimeout);
+  if (threshold >= (ttl as number))
+    throw new InvalidArgumentError("options.extendThreshold", `must be below the ttl (${ttl as number} ms)`);
+  return { maxHold, threshold };
+}
+
+/** An optional AbortSignal. */
+export function checkSignal(signal: unknown, where: string): AbortSignal | undefined {
+  if (signal === undefined) return undefined;
+  if (
+    typeof (signal as AbortSignal)?.aborted !== "boolean" ||
+    typeof (signal as AbortSignal).addEventListener !== "function"
+  ) {
+    throw new InvalidArgumentError(where, "must be an AbortSignal");
+  }
+  return signal as AbortSignal;
+}
+
+/** An optional non-negative duration in ms. */
+export function checkDuration(name: string, value: unknown, min = 0): number | undefined {
+  if (value === undefined) return undefined;
+  checkNumber(name, value, { min, max: MAX_TTL });
+  return value as number;
+}
+
+function checkNumber(
+  name: string,
+  value: unknown,
+  rule: { min: number; max?: number; below?: number; integer?: boolean },
+): void {
+  if (typeof value !== "number" || !Number.isFinite(value))
+    throw new InvalidArgumentError(
+      name,
+      `must be a finite number; got ${typeof value === "number" ? value : typeof value}`,
+    );
+  if (rule.integer && !Number.isInteger(value))
+    throw new InvalidArgumentError(name, `must be an integer; got ${value}`);
+  if (value < rule.min) throw new InvalidArgumentError(name, `must be at least ${rule.min}; got ${value}`);
+  if (rule.max !== undefined && value > rule.max)
+    throw new InvalidArgumentError(name, `must be at most ${rule.max}; got ${value}`);
+  if (rule.below !== undefined && value >= rule.below)
+    throw new InvalidArgumentError(name, `must be below ${rule.below}; got ${value}`);
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,142 @@
+// What the doctor takes and what it reports (apart from the checks, so probes and verdict import no cycle).
+
+/**
+ * Options of {@link checkNodes}.
+ * @example
+ * ```ts
+ * await checkNodes(nodes, { samples: 10, nodeTimeout: 300, labels: ["eu", "us-east", "us-west", "ap", "sa"] });
+ * ```
+ */
+export interface DoctorOptions {
+  /** Timed requests per node after the first one (which opens the connection and is reported apart). Default 4. */
+  samples?: number;
+  /**
+   * Per-request timeout of the checks in ms. Default 3000: above nodeTimeout, so a slow node is measured, not
+   * dropped.
+   */
+  timeout?: number;
+  /** The lock's nodeTimeout to judge round trips against (ms). Default `DEFAULTS.nodeTimeout` (500). */
+  nodeTimeout?: number;
+  /** The ttl to judge clock offsets against (ms): the drift allowance is `ttl × driftFactor + 2`. Default 10 000. */
+  ttl?: number;
+  /** As in `RedlockOptions`. Default `DEFAULTS.driftFactor` (0.01). */
+  driftFactor?: number;
+  /** How long a probe key may take to show up on a replica of the same database (ms). Default 250. */
+  settleMs?: number;
+  /** A name per node for the report, e.g. the variable that holds its URL. Default `node 1` … Never a URL or token. */
+  labels?: readonly string[];
+  /** Stops the checks (each request in flight is cut). */
+  signal?: AbortSignal;
+}
+
+/**
+ * `fail` makes {@link DoctorReport.ok} false; `warn` does not.
+ * @example
+ * ```ts
+ * const worst = report.checks.some((c) => c.status === "fail") ? "fail" : "ok";
+ * ```
+ */
+export type CheckStatus = "ok" | "warn" | "fail";
+
+/**
+ * One line of the verdict.
+ * @example
+ * ```ts
+ * for (const c of report.checks) console.log(c.status, c.name, c.message);
+ * ```
+ */
+export interface DoctorCheck {
+  /** Which check this is. */
+  name:
+    | "config"
+    | "reachable"
+    | "scripts"
+    | "key-locking"
+    | "independence"
+    | "latency"
+    | "clocks"
+    | "eviction"
+    | "lock";
+  /** `fail` breaks locks, `warn` weakens them. */
+  status: CheckStatus;
+  /** What was found, in one sentence; never a URL or a token. */
+  message: string;
+}
+
+/**
+ * What was found out about one node. Errors are secret-free: no URL, no token.
+ * @example
+ * ```ts
+ * const twins = report.nodes.filter((n) => n.sameAs.length > 0).map((n) => n.label);
+ * ```
+ */
+export interface NodeHealth {
+  /** 0-based position in the list given. */
+  index: number;
+  /** The name given in `DoctorOptions.labels` (default `node 1` …). */
+  label: string;
+  /** Configuration problem found before any request (the node was not contacted). */
+  configError?: string;
+  /** Whether every timed request got an answer. */
+  reachable: boolean;
+  /** Why the node could not be used, when it could not. */
+  error?: string;
+  /** The HTTP status of a refused request (401: the token was refused). */
+  httpStatus?: number;
+  /** The first request (opens the connection), ms. */
+  firstMs?: number;
+  /** Median round trip of the timed requests, ms. */
+  p50Ms?: number;
+  /** 99th-percentile round trip of the timed requests, ms. */
+  p99Ms?: number;
+  /** The lock's scripts load (SCRIPT LOAD answers their SHA) and a script runs. */
+  scripts?: "ok" | "failed";
+  /** Why the scripts failed, when they did. */
+  scriptError?: string;
+  /**
+   * Upstash's `#!lua flags=allow-key-locking`: accepted, or rejected (the library then runs its scripts without
+   * the flag).
+   */
+  keyLocking?: "accepted" | "rejected";
+  /**
+   * The node's clock (`TIME`) minus this machine's, ms: taken at the midpoint of the fastest sample, so
+   * it is off by at most {@link NodeHealth.clockUncertaintyMs} (half that round trip).
+   */
+  clockOffsetMs?: number;
+  /** Half the round trip the clock offset was taken in, ms: the offset is off by at most this. */
+  clockUncertaintyMs?: number;
+  /** `maxmemory-policy` as the node reports it; `null` when it does not say. */
+  eviction?: string | null;
+  /** Other nodes (indexes) on which this node's probe key appeared: the same database. */
+  sameAs: number[];
+}
+
+/**
+ * What {@link checkNodes} found: per node, per check, and a verdict.
+ * @example
+ * ```ts
+ * const report = await checkNodes(nodes);
+ * if (!report.ok) console.error(report.verdict);
+ * ```
+ */
+export interface DoctorReport {
+  /** No check failed (warnings allowed). */
+  ok: boolean;
+  /** One sentence: `OK: …` or `FAIL: <checks>`. */
+  verdict: string;
+  /** How many nodes make a quorum. */
+  quorum: number;
+  /** Per node, in the order given. */
+  nodes: NodeHealth[];
+  /** Per check, in a fixed order; a check that had nothing to judge is left out. */
+  checks: DoctorCheck[];
+  /** The quorum-th fastest p50: about what one lock round takes. `null` when fewer than a quorum answer. */
+  expectedLockLatencyMs: number | null;
+  /**
+   * How far apart the node clocks are at least, ms: the measured offsets minus their uncertainty (a
+   * node slow to answer widens its own). `null` with fewer than two reachable nodes.
+   */
+  clockSpreadMs: number | null;
+  /** ttl × driftFactor + 2 ms. */
+  driftAllowanceMs: number;
+}

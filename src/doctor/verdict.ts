@@ -1,0 +1,240 @@
+// The doctor's verdict: from what each node said, one function per check, then a sentence.
+import { driftAllowance } from "../quorum/rules.ts";
+import type { Trial } from "./trial.ts";
+import type { CheckStatus, DoctorCheck, DoctorReport, NodeHealth } from "./types.ts";
+
+/** The settings the checks judge against. */
+export interface Judged {
+  nodeTimeout: number;
+  ttl: number;
+  driftFactor: number;
+}
+
+/** What every check reads: the findings, and the settings they are judged against. */
+interface Findings {
+  health: NodeHealth[];
+  /** The nodes that answered. */
+  up: NodeHealth[];
+  quorum: number;
+  o: Judged;
+  /** The nodes whose probe key was written. */
+  written: Set<number>;
+  trial: Trial | undefined;
+}
+
+type Check = (f: Findings) => DoctorCheck | undefined;
+
+const result = (name: DoctorCheck["name"], status: CheckStatus, message: string): DoctorCheck => ({
+  name,
+  status,
+  message,
+});
+const list = (hs: NodeHealth[]) => hs.map((h) => h.label).join(", ");
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+const config: Check = ({ health, quorum }) => {
+  const n = health.length;
+  const misconfigured = health.filter((h) => h.configError !== undefined);
+  const tolerance = n - quorum;
+  if (misconfigured.length > 0)
+    return result("config", "fail", misconfigured.map((h) => `${h.label}: ${h.configError}`).join("; "));
+  if (tolerance === 0)
+    return result(
+      "config",
+      "warn",
+      `${plural(n, "node")}, quorum ${quorum}: a single node failure stops every lock (use 5)`,
+    );
+  return result("config", "ok", `${n} nodes, quorum ${quorum}: locks survive ${plural(tolerance, "node failure")}`);
+};
+
+const reachable: Check = ({ health }) => {
+  const contacted = health.filter((h) => h.configError === undefined);
+  const down = contacted.filter((h) => !h.reachable);
+  if (down.length > 0) return result("reachable", "fail", down.map((h) => `${h.label}: ${h.error}`).join("; "));
+  return result("reachable", "ok", `${contacted.length} of ${health.length} nodes answer`);
+};
+
+const scripts: Check = ({ up }) => {
+  const noScripts = up.filter((h) => h.scripts !== "ok");
+  if (noScripts.length > 0)
+    return result("scripts", "fail", noScripts.map((h) => `${h.label}: ${h.scriptError}`).join("; "));
+  if (up.length > 0) return result("scripts", "ok", `the lock's scripts load and run on ${plural(up.length, "node")}`);
+  return undefined;
+};
+
+const keyLocking: Check = ({ up }) => {
+  const rejected = up.filter((h) => h.keyLocking === "rejected");
+  const accepted = up.filter((h) => h.keyLocking === "accepted");
+  if (accepted.length + rejected.length === 0) return undefined;
+  return result(
+    "key-locking",
+    "ok",
+    rejected.length === 0
+      ? `the allow-key-locking flag is accepted on every node (scripts lock only their keys)`
+      : `accepted on ${accepted.length}; rejected on ${list(rejected)}: ` +
+          "the library falls back to scripts without the flag there",
+  );
+};
+
+const independence: Check = ({ health, up, written }) => {
+  const pairs = health.flatMap((h) =>
+    h.sameAs.filter((j) => j > h.index).map((j) => `${h.label} and ${health[j].label}`),
+  );
+  const unprobed = up.filter((h) => !written.has(h.index));
+  if (pairs.length > 0)
+    return result(
+      "independence",
+      "fail",
+      `the same database is configured twice: ${pairs.join("; ")} (a probe written on one appeared on the other)`,
+    );
+  if (unprobed.length > 0)
+    return result("independence", "warn", `not checked on ${list(unprobed)} (the probe could not be written)`);
+  if (up.length > 1)
+    return result("independence", "ok", `no probe key appeared on another node: ${up.length} independent databases`);
+  return undefined;
+};
+
+/** The quorum-th fastest p50: about what one lock round takes; null when fewer than a quorum answer. */
+function expectedLatency(health: NodeHealth[], quorum: number): number | null {
+  const p50s = health.map((h) => (h.reachable && h.p50Ms !== undefined ? h.p50Ms : Infinity)).sort((a, b) => a - b);
+  return Number.isFinite(p50s[quorum - 1]) ? p50s[quorum - 1] : null;
+}
+
+const latency: Check = ({ health, up, quorum, o }) => {
+  const expected = expectedLatency(health, quorum);
+  const slow = up.filter((h) => (h.p99Ms ?? 0) >= o.nodeTimeout);
+  const coldSlow = up.filter((h) => (h.firstMs ?? 0) >= o.nodeTimeout && !slow.includes(h));
+  const quorumTh = ordinal(quorum);
+  if (expected === null) return result("latency", "fail", `fewer than ${quorum} nodes answer: no lock can be taken`);
+  if (expected >= o.nodeTimeout)
+    return result(
+      "latency",
+      "fail",
+      `a lock round needs the ${quorumTh}-fastest node: p50 ${fmt(expected)} ms ≥ nodeTimeout ${o.nodeTimeout} ms`,
+    );
+  if (slow.length > 0) {
+    const each = slow.map((h) =>
+      h.p50Ms! >= o.nodeTimeout
+        ? `${h.label}: p50 ${fmt(h.p50Ms!)} ms, it times out in every round`
+        : `${h.label}: p99 ${fmt(h.p99Ms!)} ms, it often times out`,
+    );
+    return result(
+      "latency",
+      "warn",
+      `expected lock latency ${fmt(expected)} ms; slower than nodeTimeout ${o.nodeTimeout} ms: ${each.join("; ")}`,
+    );
+  }
+  if (coldSlow.length > 0) {
+    return result(
+      "latency",
+      "warn",
+      `expected lock latency ${fmt(expected)} ms; the first request to ${list(coldSlow)} (new connection) ` +
+        `took ≥ nodeTimeout ${o.nodeTimeout} ms: a cold start's first round may miss it`,
+    );
+  }
+  return result(
+    "latency",
+    "ok",
+    `expected lock latency ${fmt(expected)} ms (the ${quorumTh}-fastest p50), below nodeTimeout ${o.nodeTimeout} ms`,
+  );
+};
+
+/** How far apart the node clocks are at least: the offsets minus their uncertainty; null with fewer than two. */
+function clockSpread(up: NodeHealth[]): number | null {
+  const clocks = up.filter((h) => h.clockOffsetMs !== undefined && h.clockUncertaintyMs !== undefined);
+  if (clocks.length < 2) return null;
+  return Math.max(
+    0,
+    Math.max(...clocks.map((h) => h.clockOffsetMs! - h.clockUncertaintyMs!)) -
+      Math.min(...clocks.map((h) => h.clockOffsetMs! + h.clockUncertaintyMs!)),
+  );
+}
+
+const clocks: Check = ({ up, o }) => {
+  const spread = clockSpread(up);
+  if (spread === null) return undefined;
+  const drift = driftAllowance(o.ttl, o.driftFactor);
+  const apart =
+    spread === 0 ? "node clocks agree within the measurement" : `node clocks at least ${fmt(spread)} ms apart`;
+  const allowance = `drift allowance ${fmt(drift)} ms (ttl ${o.ttl} × ${o.driftFactor} + 2)`;
+  const within = `${apart} (TIME, ± half a round trip); ${allowance}`;
+  return result(
+    "clocks",
+    spread > drift ? "warn" : "ok",
+    spread > drift ? `${within}: a clock this far off may also run fast or jump` : within,
+  );
+};
+
+const eviction: Check = ({ up }) => {
+  const evicting = up.filter((h) => typeof h.eviction === "string" && h.eviction !== "noeviction");
+  const silent = up.filter((h) => h.eviction === null);
+  if (evicting.length > 0) {
+    return result(
+      "eviction",
+      "warn",
+      `${evicting.map((h) => `${h.label}: ${h.eviction}`).join(", ")}: ` +
+        "under memory pressure a lock key can be evicted (turn eviction off)",
+    );
+  }
+  if (silent.length > 0)
+    return result(
+      "eviction",
+      "ok",
+      `not reported by ${list(silent)}: make sure eviction is off in the database's settings`,
+    );
+  if (up.length > 0) return result("eviction", "ok", "noeviction on every node");
+  return undefined;
+};
+
+const lock: Check = ({ trial }) => (trial ? result("lock", trial.acquired ? "ok" : "fail", trial.message) : undefined);
+
+/** Every check, in the order the report lists them. */
+const CHECKS: Check[] = [config, reachable, scripts, keyLocking, independence, latency, clocks, eviction, lock];
+
+/**
+ * Turns the findings into checks and a verdict: `fail` for what breaks locks or the configuration
+ * (a node unreachable or misconfigured, scripts that do not run, one database twice, no quorum within
+ * nodeTimeout, a failed trial lock), `warn` for what weakens them (a slow node, clocks far apart,
+ * eviction on), `ok` otherwise.
+ * @example
+ * ```ts
+ * const report = judge(health, 3, { nodeTimeout: 500, ttl: 10_000, driftFactor: 0.01 }, written, trial);
+ * ```
+ */
+export function judge(
+  health: NodeHealth[],
+  quorum: number,
+  o: Judged,
+  written: Set<number>,
+  trial: Trial | undefined,
+): DoctorReport {
+  const up = health.filter((h) => h.reachable);
+  const findings: Findings = { health, up, quorum, o, written, trial };
+  const checks = CHECKS.flatMap((check) => check(findings) ?? []);
+  const expected = expectedLatency(health, quorum);
+  const failed = checks.filter((c) => c.status === "fail");
+  const warned = checks.filter((c) => c.status === "warn");
+  const warnings =
+    warned.length > 0 ? ` with ${plural(warned.length, "warning")} (${warned.map((c) => c.name).join(", ")})` : "";
+  const summary = `${up.length} independent nodes, quorum ${quorum}, a lock takes about ${fmt(expected ?? 0)} ms`;
+  const verdict = failed.length > 0 ? `FAIL: ${failed.map((c) => c.name).join(", ")}` : `OK${warnings}: ${summary}`;
+  return {
+    ok: failed.length === 0,
+    verdict,
+    quorum,
+    nodes: health,
+    checks,
+    expectedLockLatencyMs: expected,
+    clockSpreadMs: clockSpread(up),
+    driftAllowanceMs: driftAllowance(o.ttl, o.driftFactor),
+  };
+}
+
+function ordinal(n: number): string {
+  const teen = n % 100 >= 11 && n % 100 <= 13;
+  return `${n}${teen ? "th" : (["th", "st", "nd", "rd"][n % 10] ?? "th")}`;
+}
+
+function fmt(ms: number): string {
+  return ms >= 100 ? String(Math.round(ms)) : ms.toFixed(1);
+}

@@ -1,0 +1,181 @@
+// What the Hono middlewares share: which Redlock to use, and holding a lock (or a permit) through the
+// handler and its response body, released at the end (through waitUntil on Workers).
+import type { Context, Env } from "hono";
+import { env as runtimeEnv } from "hono/adapter";
+import { watchBody, type WatchOptions } from "./body.ts";
+import { checkDuration, checkTtl } from "../check.ts";
+import { InvalidArgumentError, ResponseAbandonedError } from "../errors.ts";
+import { keepLock } from "../lock/keeper.ts";
+import type { Lock } from "../lock/lock.ts";
+import { MissingConfigurationError } from "../node/env.ts";
+import { DEFAULTS } from "../options.ts";
+import { Redlock } from "../redlock.ts";
+import { anySignal } from "../support/clock.ts";
+
+/** A Redlock instance, or a factory of the request. */
+export type RedlockChoice<E extends Env> = Redlock | ((c: Context<E>) => Redlock);
+
+const DEFAULT_LOST_HEADER = "Lock-Lost";
+const fromEnvCache = new Map<string, Redlock>();
+let reportedMissing = false;
+
+/** The options both middlewares check when the route is defined (not on the first request). */
+export function checkHoldOptions(options: {
+  ttl: number;
+  redlock?: unknown;
+  wait?: unknown;
+  maxHold?: number;
+  lostHeader?: string;
+}): string {
+  // The ttl must exceed the nodeTimeout of the Redlock used: the given one's, or the default's (a factory's is
+  // checked per request).
+  checkTtl(
+    options.ttl,
+    options.redlock instanceof Redlock
+      ? options.redlock.options.nodeTimeout
+      : typeof options.redlock === "function"
+        ? 0
+        : DEFAULTS.nodeTimeout,
+  );
+  if (typeof options.wait === "number") checkDuration("options.wait", options.wait);
+  checkDuration("options.maxHold", options.maxHold, 1);
+  const lostHeader = options.lostHeader ?? DEFAULT_LOST_HEADER;
+  if (typeof lostHeader !== "string" || !/^[A-Za-z0-9-]+$/.test(lostHeader))
+    throw new InvalidArgumentError("options.lostHeader", "must be a header name");
+  return lostHeader;
+}
+
+/**
+ * The Redlock for this request: the given one, the factory's, or one built once per isolate by
+ * `Redlock.fromEnv` from the runtime's environment. Missing configuration answers 500 (logged once).
+ */
+export function pickRedlock<E extends Env>(c: Context<E>, given: RedlockChoice<E> | undefined): Redlock | Response {
+  try {
+    if (given instanceof Redlock) return given;
+    if (typeof given === "function") return given(c);
+    const vars = (runtimeEnv(c as Context) ?? {}) as Record<string, unknown>;
+    const id = Object.keys(vars)
+      .filter((name) => name.startsWith("UPSTASH_REDIS_REST_"))
+      .sort()
+      .map((name) => `${name}=${String(vars[name])}`)
+      .join("\n");
+    let cached = fromEnvCache.get(id);
+    if (!cached) {
+      cached = Redlock.fromEnv(vars);
+      fromEnvCache.set(id, cached);
+    }
+    return cached;
+  } catch (error) {
+    if (!(error instanceof MissingConfigurationError)) throw error;
+    if (!reportedMissing) console.error(`edge-redlock: ${error.message}`);
+    reportedMissing = true;
+    return c.json({ error: "lock not configured", missing: error.missing }, 500);
+  }
+}
+
+/** How a lock is held through a request. */
+export interface HoldOptions<L extends Lock> {
+  held: L;
+  redlock: Redlock;
+  ttl: number;
+  maxHold?: number;
+  lostHeader: string;
+  /**
+   * Hands the middleware's view on (`c.set(...)`) with the signal that aborts when the lock is lost, held
+   * for `maxHold`, or the client no longer reads the streamed response (reason `ResponseAbandonedError`).
+   */
+  expose(signal: AbortSignal): void;
+}
+
+/**
+ * Runs the rest of the chain while keeping `held` extended, and keeps it through the response body
+ * (see {@link watchBody}); then releases it — through `executionCtx.waitUntil` on Workers, else before
+ * the response goes out when the body is not streamed. Whatever happens, the release runs.
+ */
+export async function holdThrough<L extends Lock>(
+  c: Context,
+  next: () => Promise<void>,
+  how: HoldOptions<L>,
+): Promise<void> {
+  const { held, redlock, ttl } = how;
+  const keeper = keepLock(held, {
+    clock: redlock.options.clock,
+    ttl,
+    threshold: redlock.defaultThreshold(ttl),
+    maxHold: how.maxHold,
+  });
+  // Aborts when the client no longer reads the body (cancel, HEAD): the handler should stop producing it.
+  const abandoned = new AbortController();
+  how.expose(anySignal([keeper.signal, abandoned.signal]));
+  let answered = false;
+  try {
+    await next();
+    answered = true;
+  } finally {
+    let ended: Promise<void> = Promise.resolve();
+    try {
+      ended = untilProduced(c, {
+        answered,
+        lostHeader: how.lostHeader,
+        lost: keeper.signal,
+        onAbandon: () => abandoned.abort(new ResponseAbandonedError()),
+        graceMs: ttl,
+        sleep: (ms, s) => redlock.options.clock.sleep(ms, s),
+      });
+    } catch {
+      // The response could not be rewrapped: it goes out as it is, and the lock is released now.
+    }
+    const released = ended.then(() => keeper.stop()).then(() => held.release());
+    const execution = executionContext(c);
+    // On Workers everything, the release's pending requests too, goes to waitUntil.
+    if (execution) execution.waitUntil(released.then((result) => result.pending));
+    // Elsewhere a body that ends at once (not streamed) is released before the response goes out;
+    // a streamed one in the background once it ends. Neither waits for a hung node (pending).
+    else if (await endsAtOnce(ended)) await released;
+  }
+}
+
+/**
+ * How long the critical section lasts after the handler returned: until the handler's response stream
+ * is over (see {@link watchBody}). A handler that threw is done; one that returned after the lock was
+ * lost answers as it chose, marked with the lost header; a HEAD answer's body is never read, so it is
+ * abandoned at once (its stream still runs out under the lock).
+ */
+function untilProduced(c: Context, how: { answered: boolean; lostHeader: string } & WatchOptions): Promise<void> {
+  if (how.lost.aborted) {
+    markLost(c, how.lostHeader);
+    return Promise.resolve();
+  }
+  if (!how.answered || c.error) return Promise.resolve();
+  const watched = watchBody(c.res, how);
+  c.res = watched.response;
+  if (c.req.raw.method === "HEAD") void watched.response.body?.cancel("HEAD: the body is not sent").catch(() => {});
+  return watched.ended;
+}
+
+/** Whether the body ended before the next macrotask (it was not streamed). */
+function endsAtOnce(ended: Promise<void>): Promise<boolean> {
+  return Promise.race([ended.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 0))]);
+}
+
+function markLost(c: Context, header: string): void {
+  try {
+    c.res.headers.set(header, "true");
+  } catch {
+    c.res = new Response(c.res.body, c.res); // immutable headers (a fetched response): copy it
+    c.res.headers.set(header, "true");
+  }
+}
+
+function executionContext(c: Context): { waitUntil(p: Promise<unknown>): void } | undefined {
+  try {
+    return c.executionCtx;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `Retry-After` in whole seconds (at least 1) from a wait in ms. */
+export function retryAfterSeconds(ms: number): string {
+  return String(Math.max(1, Math.ceil(ms / 1000)));
+}

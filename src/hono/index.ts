@@ -1,0 +1,275 @@
+// Hono middlewares: hold a Redlock lock, or a semaphore permit, while the route's handler runs.
+import type { Context, Env, MiddlewareHandler } from "hono";
+import { createMiddleware } from "hono/factory";
+import { InvalidArgumentError, LockAcquisitionError, type FailureReason } from "../errors.ts";
+import type { Lock } from "../lock/lock.ts";
+import { MAX_PERMITS, type Permit } from "../semaphore/semaphore.ts";
+import { checkHoldOptions, holdThrough, pickRedlock, retryAfterSeconds, type RedlockChoice } from "./hold.ts";
+
+export type { RedlockChoice } from "./hold.ts";
+
+/** What the {@link redlock} middleware hands on as `c.var.lock`. */
+export interface HeldLock {
+  /** The lock held for this request. */
+  lock: Lock;
+  /** Epoch ms when validity ends; moves with each automatic extension. */
+  readonly expiresAt: number;
+  /**
+   * Aborts when the lock is lost (reason: `LockExtensionError`), held for `maxHold` (reason:
+   * `MaxHoldError`), or when the client no longer reads the streamed response — it cancelled it, or the
+   * request was a HEAD (reason: `ResponseAbandonedError`). Check it before each step of a streamed body:
+   * a stream callback keeps running after the client left.
+   */
+  signal: AbortSignal;
+}
+
+/** Hono `Variables` the {@link redlock} middleware sets: `c.var.lock`. */
+export type RedlockVariables = { lock: HeldLock };
+
+/** What the {@link semaphore} middleware hands on as `c.var.permit`. */
+export interface HeldPermit {
+  /** The permit held for this request. */
+  permit: Permit;
+  /** Epoch ms when validity ends; moves with each automatic extension. */
+  readonly expiresAt: number;
+  /** As {@link HeldLock.signal}. */
+  signal: AbortSignal;
+}
+
+/** Hono `Variables` the {@link semaphore} middleware sets: `c.var.permit`. */
+export type SemaphoreVariables = { permit: HeldPermit };
+
+/** What `onBusy` gets. */
+export interface BusyInfo {
+  /** The resources the route asked for. */
+  resources: string[];
+  /** The holder's remaining time as the nodes reported it, if known (ms). */
+  retryAfterMs: number | undefined;
+  /** The error `acquire` threw (reason `held`). */
+  error: LockAcquisitionError;
+}
+
+/** What `onFull` gets. */
+export interface FullInfo {
+  /** The semaphore's key. */
+  key: string;
+  /** How many permits it has. */
+  limit: number;
+  /** When the soonest held permit expires, as the nodes reported it, if known (ms). */
+  retryAfterMs: number | undefined;
+  /** The error `acquire` threw (reason `held`: every permit is held). */
+  error: LockAcquisitionError;
+}
+
+/** What `onUnavailable` gets. */
+export interface UnavailableInfo {
+  /** The resources the route asked for. */
+  resources: string[];
+  /** Why no quorum answered: `unreachable` or `expired`. */
+  reason: FailureReason;
+  /** The error `acquire` threw. */
+  error: LockAcquisitionError;
+}
+
+/** One key, several keys, or a function of the request that returns them. */
+export type LockKey<E extends Env> =
+  | string
+  | string[]
+  | ((c: Context<E>) => string | string[] | Promise<string | string[]>);
+
+/** Options both middlewares take. */
+export interface HoldMiddlewareOptions<E extends Env> {
+  /** ttl in ms; extended automatically while the handler runs. Default 10 000. */
+  ttl?: number;
+  /** How long to keep retrying while busy or full, in ms (0 = fail fast). Default 0. */
+  wait?: number | ((c: Context<E>) => number);
+  /**
+   * The Redlock to use: an instance, or a factory. Default: built once per isolate by `Redlock.fromEnv` from the
+   * runtime's environment.
+   */
+  redlock?: RedlockChoice<E>;
+  /** Response when no quorum could be reached. Default: 503 with `{ error, reason }`. */
+  onUnavailable?: (c: Context<E>, info: UnavailableInfo) => Response | Promise<Response>;
+  /** Cap on holding time in ms: the signal aborts when reached. Default: none. */
+  maxHold?: number;
+  /** Response header set to `"true"` when the lock was lost while the handler ran. Default `"Lock-Lost"`. */
+  lostHeader?: string;
+}
+
+/** Options of the {@link redlock} middleware. */
+export interface RedlockMiddlewareOptions<E extends Env = Env> extends HoldMiddlewareOptions<E> {
+  /**
+   * Response when another holder has the lock. Default: 423 with `{ error, resource, retryAfterMs }` and
+   * `Retry-After`.
+   */
+  onBusy?: (c: Context<E>, info: BusyInfo) => Response | Promise<Response>;
+}
+
+/** Options of the {@link semaphore} middleware. */
+export interface SemaphoreMiddlewareOptions<E extends Env = Env> extends HoldMiddlewareOptions<E> {
+  /** How many requests may run the route at once, across every isolate (1 to 100). Required. */
+  limit: number;
+  /**
+   * Response when every permit is held. Default: 429 with `{ error, semaphore, limit, retryAfterMs }` and
+   * `Retry-After`.
+   */
+  onFull?: (c: Context<E>, info: FullInfo) => Response | Promise<Response>;
+}
+
+const DEFAULT_TTL = 10_000;
+
+/**
+ * Guards a route with a Redlock lock: acquires before the handler, extends while it runs and while its
+ * response body is still being produced (a streamed body: `stream()`, `streamText()`, `streamSSE()` or
+ * `new Response(readable)`), releases once the handler's stream is over, or at once when the handler
+ * threw (on Workers through `executionCtx.waitUntil`). A lock lost mid-stream cuts the body.
+ * Busy → 423 + `Retry-After`; no quorum → 503; missing configuration → 500 naming what is missing.
+ * @param key the resource(s) to lock, or a function of the context returning them
+ * @param options see {@link RedlockMiddlewareOptions}
+ * @returns a Hono middleware that sets `c.var.lock`
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { redlock } from "edge-redlock/hono";
+ *
+ * const app = new Hono();
+ * app.post("/orders/:id/pay", redlock((c) => `order:${c.req.param("id")}`, { ttl: 10_000 }), async (c) => {
+ *   await pay(c.req.param("id"), { signal: c.var.lock.signal });
+ *   return c.json({ paid: true });
+ * });
+ * ```
+ */
+export const redlock = <E extends Env = Env>(
+  key: LockKey<E>,
+  options: RedlockMiddlewareOptions<E> = {},
+): MiddlewareHandler<E & { Variables: RedlockVariables }> => {
+  const ttl = options.ttl ?? DEFAULT_TTL;
+  const lostHeader = checkHoldOptions({ ...options, ttl });
+  if (typeof key !== "string" && typeof key !== "function" && !Array.isArray(key))
+    throw new InvalidArgumentError("key", "must be a string, an array of strings or a function");
+  return createMiddleware<E & { Variables: RedlockVariables }>(async function redlockMiddleware(c, next) {
+    const ctx = c as unknown as Context<E>;
+    const resources = [await (typeof key === "function" ? key(ctx) : key)].flat();
+    const locker = pickRedlock(ctx, options.redlock);
+    if (locker instanceof Response) return locker;
+    let lock: Lock;
+    try {
+      lock = await locker.acquire(resources, ttl, acquireOptions(ctx, options.wait));
+    } catch (error) {
+      if (!(error instanceof LockAcquisitionError)) throw error;
+      if (error.reason !== "held") return unavailable(ctx, options, resources, error);
+      const info = { resources, retryAfterMs: error.retryAfterMs, error };
+      if (options.onBusy) return options.onBusy(ctx, info);
+      c.header("Retry-After", retryAfterSeconds(info.retryAfterMs ?? ttl));
+      return c.json(
+        {
+          error: "locked",
+          resource: resources.length === 1 ? resources[0] : resources,
+          retryAfterMs: info.retryAfterMs ?? null,
+        },
+        423,
+      );
+    }
+    await holdThrough(c, next, {
+      held: lock,
+      redlock: locker,
+      ttl,
+      maxHold: options.maxHold,
+      lostHeader,
+      expose: (signal) =>
+        c.set("lock", {
+          lock,
+          signal,
+          get expiresAt() {
+            return lock.expiresAt;
+          },
+        }),
+    });
+  });
+};
+
+/**
+ * Lets at most `limit` requests run a route at once, across every isolate and region (a quorum
+ * semaphore that never over-admits: see `Redlock.semaphore`). Takes a permit before the handler, extends
+ * it while the handler and its response body run, releases it after — exactly as {@link redlock} does
+ * with a lock. Full → 429 + `Retry-After` (when the soonest permit expires); no quorum → 503.
+ * @param key the semaphore's key, or a function of the context returning it
+ * @param options see {@link SemaphoreMiddlewareOptions}; `limit` is required
+ * @returns a Hono middleware that sets `c.var.permit`
+ * @example
+ * ```ts
+ * import { semaphore } from "edge-redlock/hono";
+ *
+ * // At most 2 renders at once, whatever the traffic; the others wait up to 5 s, then get 429.
+ * app.post("/render", semaphore("renders", { limit: 2, ttl: 30_000, wait: 5_000 }), async (c) => {
+ *   return c.body(await render(await c.req.json(), { signal: c.var.permit.signal }));
+ * });
+ * ```
+ */
+export const semaphore = <E extends Env = Env>(
+  key: string | ((c: Context<E>) => string | Promise<string>),
+  options: SemaphoreMiddlewareOptions<E>,
+): MiddlewareHandler<E & { Variables: SemaphoreVariables }> => {
+  if (typeof options !== "object" || options === null)
+    throw new InvalidArgumentError("options", "must be an object with a limit");
+  const { limit } = options;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS)
+    throw new InvalidArgumentError("options.limit", `must be an integer from 1 to ${MAX_PERMITS}`);
+  const ttl = options.ttl ?? DEFAULT_TTL;
+  const lostHeader = checkHoldOptions({ ...options, ttl });
+  if (typeof key !== "string" && typeof key !== "function")
+    throw new InvalidArgumentError("key", "must be a string or a function");
+  return createMiddleware<E & { Variables: SemaphoreVariables }>(async function semaphoreMiddleware(c, next) {
+    const ctx = c as unknown as Context<E>;
+    const name = await (typeof key === "function" ? key(ctx) : key);
+    const locker = pickRedlock(ctx, options.redlock);
+    if (locker instanceof Response) return locker;
+    let permit: Permit;
+    try {
+      permit = await locker.semaphore(name, limit).acquire(ttl, acquireOptions(ctx, options.wait));
+    } catch (error) {
+      if (!(error instanceof LockAcquisitionError)) throw error;
+      if (error.reason !== "held") return unavailable(ctx, options, [name], error);
+      const info = { key: name, limit, retryAfterMs: error.retryAfterMs, error };
+      if (options.onFull) return options.onFull(ctx, info);
+      c.header("Retry-After", retryAfterSeconds(info.retryAfterMs ?? ttl));
+      return c.json(
+        { error: "too many concurrent requests", semaphore: name, limit, retryAfterMs: info.retryAfterMs ?? null },
+        429,
+      );
+    }
+    await holdThrough(c, next, {
+      held: permit,
+      redlock: locker,
+      ttl,
+      maxHold: options.maxHold,
+      lostHeader,
+      expose: (signal) =>
+        c.set("permit", {
+          permit,
+          signal,
+          get expiresAt() {
+            return permit.expiresAt;
+          },
+        }),
+    });
+  });
+};
+
+/** Fail fast (0), or retry until `wait` ms have passed; the client leaving stops it. */
+function acquireOptions<E extends Env>(c: Context<E>, wait: HoldMiddlewareOptions<E>["wait"]) {
+  const ms = typeof wait === "function" ? wait(c) : (wait ?? 0);
+  return { retryCount: ms > 0 ? -1 : 0, maxWait: ms, signal: c.req.raw.signal };
+}
+
+function unavailable<E extends Env>(
+  c: Context<E>,
+  options: HoldMiddlewareOptions<E>,
+  resources: string[],
+  error: LockAcquisitionError,
+): Response | Promise<Response> {
+  const info = { resources, reason: error.reason, error };
+  return options.onUnavailable
+    ? options.onUnavailable(c, info)
+    : c.json({ error: "lock unavailable", reason: error.reason }, 503);
+}

@@ -1,0 +1,113 @@
+// Keeps a lock alive while work runs: extends before validity runs out, aborts loudly when it cannot.
+import { LockExtensionError, MaxHoldError } from "../errors.ts";
+import { anySignal, type Clock } from "../support/clock.ts";
+import type { Lock } from "./lock.ts";
+
+/** How a lock is kept. */
+export interface KeepOptions {
+  /** The clock the lock's Redlock uses (`redlock.options.clock`). */
+  clock: Clock;
+  /** The ttl each extension asks for. */
+  ttl: number;
+  /** Extend when this many ms of validity are left. */
+  threshold: number;
+  /** Abort with {@link MaxHoldError} this many ms after keeping started. */
+  maxHold?: number;
+}
+
+/** A running keeper: its signal aborts when the lock is lost or held too long; `stop` ends it. */
+export interface Keeper {
+  /** Aborts with a {@link LockExtensionError} (lock lost) or a {@link MaxHoldError}. */
+  readonly signal: AbortSignal;
+  /** Extensions that succeeded so far. */
+  readonly extensions: number;
+  /** Stops extending and watching; resolves when no extension is in flight. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Extends `lock` each time its validity falls to `threshold`, and watches its expiry as a safety net:
+ * if validity reaches 0 without a successful extension, or an extension fails, the signal aborts.
+ * Never rejects and never leaves an unhandled rejection behind.
+ * @example
+ * ```ts
+ * const keeper = keepLock(lock, { clock: systemClock, ttl: 10_000, threshold: 5_000 });
+ * try { await work(keeper.signal); } finally { await keeper.stop(); await lock.release(); }
+ * ```
+ */
+export function keepLock(lock: Lock, options: KeepOptions): Keeper {
+  const { clock, ttl, threshold, maxHold } = options;
+  const lost = new AbortController();
+  const stopped = new AbortController();
+  const started = clock.now();
+  let extensions = 0;
+  const end = (reason: Error) => {
+    if (!lost.signal.aborted) lost.abort(reason);
+  };
+  const quiet = anySignal([lost.signal, stopped.signal]);
+
+  const extending = (async () => {
+    while (!quiet.aborted) {
+      const untilExtend = lock.validityMs - threshold;
+      const untilMaxHold = maxHold === undefined ? Infinity : started + maxHold - clock.now();
+      if (untilMaxHold <= 0) return end(new MaxHoldError(maxHold as number));
+      if (!(await pause(clock, Math.max(0, Math.min(untilExtend, untilMaxHold)), quiet))) return;
+      if (untilMaxHold <= untilExtend) continue; // woke for maxHold: the check above ends it
+      try {
+        await lock.extend(ttl);
+        extensions++;
+      } catch (error) {
+        return end(error instanceof Error ? error : new LockExtensionError(lock.resources));
+      }
+    }
+  })();
+
+  const watching = (async () => {
+    while (!quiet.aborted) {
+      if (lock.validityMs <= 0) return end(new LockExtensionError(lock.resources));
+      if (!(await pause(clock, lock.validityMs, quiet))) return;
+    }
+  })();
+
+  return {
+    signal: lost.signal,
+    get extensions() {
+      return extensions;
+    },
+    async stop() {
+      stopped.abort();
+      await Promise.all([extending, watching]);
+    },
+  };
+}
+
+/**
+ * Runs `routine` while keeping `lock` (see {@link keepLock}), then stops the keeper and releases the
+ * lock — also when the routine throws. Returns once a quorum answered the release. What `using()` of a
+ * lock and of a semaphore do after acquiring.
+ * @example
+ * ```ts
+ * return holdWhile(await redlock.acquire(["k"], ttl), routine, { clock, ttl, threshold, signal });
+ * ```
+ */
+export async function holdWhile<L extends Lock, T>(
+  lock: L,
+  routine: (signal: AbortSignal, lock: L) => Promise<T> | T,
+  how: KeepOptions & { signal?: AbortSignal },
+): Promise<T> {
+  const keeper = keepLock(lock, how);
+  try {
+    return await routine(anySignal([keeper.signal, how.signal]), lock);
+  } finally {
+    await keeper.stop();
+    await lock.release();
+  }
+}
+
+/** Sleeps; false when `signal` aborted first. */
+function pause(clock: Clock, ms: number, signal: AbortSignal): Promise<boolean> {
+  return clock.sleep(ms, signal).then(
+    () => !signal.aborted,
+    () => false,
+  );
+}

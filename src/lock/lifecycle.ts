@@ -1,0 +1,133 @@
+// The lifecycle of a held lock (or permit): made from a won grant, extended, released; and the undoing
+// of a failed attempt. Whatever can still land after the caller thinks it is done is handled here:
+// acquire replies still out at release time, and the requests a failed attempt may have set keys with.
+import { LockExtensionError, type AttemptTally } from "../errors.ts";
+import type { Round } from "../quorum/fan-out.ts";
+import type { Grant, Rounds } from "../quorum/rounds.ts";
+import { EXTEND, RELEASE } from "../scripts/lock.ts";
+import type { Vote } from "../scripts/vote.ts";
+import { checkTtl } from "../check.ts";
+import { lockState, type Lock, type LockOwner, type LockState, type ReleaseResult } from "./lock.ts";
+
+/**
+ * Release, extension and cleanup for the locks and permits of one `Redlock`.
+ * @example
+ * ```ts
+ * const lifecycle = new Lifecycle(rounds);
+ * const lock = new Lock(["k"], grant.value, 1, undefined, lifecycle.held(grant, 10_000));
+ * ```
+ */
+export class Lifecycle {
+  readonly #rounds: Rounds;
+  /** What a held lock calls back into. */
+  readonly owner: LockOwner = {
+    extend: (lock, ttl) => this.extend(lock, ttl),
+    release: (lock) => this.release(lock),
+    now: () => this.#rounds.clock.now(),
+  };
+
+  constructor(rounds: Rounds) {
+    this.#rounds = rounds;
+  }
+
+  /** The state of a lock (or permit) that `grant` won: its validity, and its acquire replies still out. */
+  held(grant: Grant, ttl: number): Omit<LockState, "value" | "released" | "keys"> {
+    const rounds = this.#rounds;
+    return {
+      owner: this.owner,
+      deadline: grant.start + ttl - rounds.drift(ttl),
+      expiresAt: rounds.clock.epoch() + rounds.validity(ttl, grant.start),
+      stragglers: this.#stragglers(grant.round),
+    };
+  }
+
+  /** A failed attempt: its tally, and the release of `keys` on every node where `grant` may have set them. */
+  failed(
+    attempt: number,
+    round: Round,
+    grant: Grant,
+    ttl: number,
+    keys: string[],
+  ): { failed: AttemptTally; cleanup: Promise<void> } {
+    const rounds = this.#rounds;
+    return {
+      failed: rounds.tally(attempt, round, grant.start, rounds.validity(ttl, grant.start)),
+      cleanup: this.#releaseAfter(new Map(grant.round.settled.entries()), keys, grant.value),
+    };
+  }
+
+  /** See `Redlock.release`. */
+  async release(lock: Lock): Promise<ReleaseResult> {
+    const rounds = this.#rounds;
+    const state = lockState(lock);
+    state.released = true;
+    state.expiresAt = Math.min(state.expiresAt, rounds.clock.epoch());
+    const keys = [...state.keys];
+    // Acquire replies still out now may land after this release.
+    const late = new Map(state.stragglers);
+    state.stragglers.clear();
+    const round = await rounds.round(RELEASE, keys, [state.value], { decide: "answered", cancelStragglers: false });
+    const running = round.votes.filter((vote) => vote.outcome === "unanswered").map((vote) => round.settled[vote.node]);
+    const followUps = [...late].map(async ([node, acquired]) => {
+      // Where this release deleted the keys, the acquire had run before it: nothing can land after.
+      if ((await round.settled[node]).outcome === "granted") return;
+      if ((await acquired).outcome !== "denied") await rounds.ask(node, RELEASE, keys, [state.value]);
+    });
+    const pending = Promise.all([...running, ...followUps]).then(() => undefined);
+    return { released: round.granted, errors: round.errors, votes: round.votes, pending };
+  }
+
+  /** See `Redlock.extend`. */
+  async extend(lock: Lock, ttl: number): Promise<Lock> {
+    const rounds = this.#rounds;
+    const state = lockState(lock);
+    checkTtl(ttl, rounds.options.nodeTimeout);
+    const keys = [...state.keys];
+    if (state.released) throw new LockExtensionError(lock.resources, undefined, "released");
+    const start = rounds.clock.now();
+    if (start >= state.deadline) throw new LockExtensionError(lock.resources);
+    // Stragglers run on (they move the expiry on the other nodes too). None can outlive a release:
+    // the script only lengthens a key that still holds the value.
+    const round = await rounds.round(EXTEND, keys, [state.value, String(ttl)], {
+      decide: "outcome",
+      cancelStragglers: false,
+    });
+    if (state.released) throw new LockExtensionError(lock.resources, undefined, "released");
+    const validity = rounds.validity(ttl, start);
+    if (round.granted < rounds.quorum || validity <= 0)
+      throw new LockExtensionError(lock.resources, rounds.tally(1, round, start, validity));
+    state.deadline = start + ttl - rounds.drift(ttl);
+    state.expiresAt = rounds.clock.epoch() + validity;
+    return lock;
+  }
+
+  /**
+   * Per node, the acquire reply still out when the round was decided; an entry leaves once its reply is
+   * in and its request can no longer land (the acquire ran before any later release was sent). Release
+   * undoes the entries left at its call.
+   */
+  #stragglers(round: Round): Map<number, Promise<Vote>> {
+    const late = new Map<number, Promise<Vote>>();
+    for (const vote of round.votes) {
+      if (vote.outcome !== "unanswered") continue;
+      const reply = round.settled[vote.node].then(async (settled) => {
+        await this.#rounds.landed(settled);
+        return settled;
+      });
+      late.set(vote.node, reply);
+      void reply.then(() => late.delete(vote.node));
+    }
+    return late;
+  }
+
+  /** Releases each node once its outstanding acquire reply is in, except nodes that denied (they set nothing). */
+  #releaseAfter(acquired: Map<number, Promise<Vote>>, keys: string[], value: string): Promise<void> {
+    return Promise.all(
+      [...acquired].map(async ([node, reply]) => {
+        const vote = await reply;
+        await this.#rounds.landed(vote); // a release must not overtake the request it undoes
+        if (vote.outcome !== "denied") await this.#rounds.ask(node, RELEASE, keys, [value]);
+      }),
+    ).then(() => undefined);
+  }
+}

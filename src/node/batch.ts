@@ -1,0 +1,147 @@
+// Per-node batching: the requests to one node that start in the same turn go out as one pipeline request.
+
+/** One command's outcome inside a pipeline reply. */
+export type Outcome = { ok: true; value: unknown } | { ok: false; error: string };
+
+/**
+ * How a batcher reaches its node. `one` sends a command on its own (a plain request); `many` sends
+ * several as one pipeline request and resolves with one outcome per command, in order. Both stop when
+ * `signal` aborts.
+ * @example
+ * ```ts
+ * const transport: Transport<string[]> = { one: (c, s) => post("/", c, s), many: (cs, s) => post("/pipeline", cs, s) };
+ * ```
+ */
+export interface Transport<C> {
+  one(command: C, signal: AbortSignal): Promise<unknown>;
+  many(commands: C[], signal: AbortSignal): Promise<Outcome[]>;
+}
+
+/** Sends one command through a batcher: resolves with its reply, rejects with its error or {@link Abandoned}. */
+export type Send<C> = (command: C, signal: AbortSignal) => Promise<unknown>;
+
+/**
+ * Why a command that stopped waiting rejected, while its request still runs (it shares a pipeline request
+ * with commands that still wait, or its client cannot be cancelled): `landed` resolves once that request
+ * is over, so whoever cleans up after the command knows when it can no longer land.
+ * @example
+ * ```ts
+ * catch (error) { if (error instanceof Abandoned) await error.landed; }
+ * ```
+ */
+export class Abandoned extends Error {
+  readonly reason: unknown;
+  readonly landed: Promise<void>;
+  constructor(reason: unknown, landed: Promise<void>) {
+    super("stopped waiting; the request still runs");
+    this.name = "Abandoned";
+    this.reason = reason;
+    this.landed = landed;
+  }
+}
+
+/** At most this many commands in one pipeline request (a semaphore's command carries every slot key). */
+export const MAX_BATCH = 64;
+
+/** A batch goes out after this many microtask hops in a row brought no new request... */
+const QUIET_HOPS = 2;
+/** ...and at the latest after this many hops. Microtasks only: never a timer, so never across requests. */
+const MAX_HOPS = 32;
+
+interface Member<C> {
+  command: C;
+  signal: AbortSignal;
+  resolve(value: unknown): void;
+  reject(reason: unknown): void;
+}
+
+/**
+ * Collects the commands sent in one turn of the event loop (they arrive within a few microtask hops of
+ * each other, before the microtask queue drains) and sends them as one pipeline request. A lone command
+ * goes out as a plain request, with no wait beyond those hops. Each command keeps its own reply and its
+ * own abort: a member whose signal aborts stops waiting at once, and the pipeline request is cut when
+ * every member has stopped waiting. Since a batch never outlives the microtasks of the turn that opened
+ * it, a Worker never sees one request's I/O settle another request's promise.
+ * @example
+ * ```ts
+ * const send = batching(transport);
+ * const [a, b] = await Promise.all([send(cmdA, signalA), send(cmdB, signalB)]); // one HTTP request
+ * ```
+ */
+export function batching<C>(transport: Transport<C>): Send<C> {
+  let open: Member<C>[] | undefined;
+  return (command, signal) =>
+    new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      const member = { command, signal, resolve, reject };
+      if (open) return void open.push(member);
+      const batch = [member];
+      open = batch;
+      void endOfTurn(batch).then(() => {
+        open = undefined;
+        flush(transport, batch);
+      });
+    });
+}
+
+/** Resolves once the batch stopped growing for {@link QUIET_HOPS} microtask hops. */
+async function endOfTurn(batch: unknown[]): Promise<void> {
+  let seen = batch.length;
+  let quiet = 0;
+  for (let hop = 0; hop < MAX_HOPS && quiet < QUIET_HOPS; hop++) {
+    await undefined;
+    quiet = batch.length === seen ? quiet + 1 : 0;
+    seen = batch.length;
+  }
+}
+
+function flush<C>(transport: Transport<C>, batch: Member<C>[]): void {
+  const live = batch.filter((member) => {
+    if (member.signal.aborted) member.reject(member.signal.reason);
+    return !member.signal.aborted;
+  });
+  for (let i = 0; i < live.length; i += MAX_BATCH) send(transport, live.slice(i, i + MAX_BATCH));
+}
+
+function send<C>(transport: Transport<C>, live: Member<C>[]): void {
+  if (live.length === 1) {
+    const [member] = live;
+    transport.one(member.command, member.signal).then(member.resolve, member.reject);
+    return;
+  }
+  const request = new AbortController();
+  let end: () => void = () => {};
+  const over = new Promise<void>((resolve) => (end = resolve));
+  let waiting = live.length;
+  const detach = live.map((member) => {
+    const stop = () => {
+      if (--waiting === 0) {
+        request.abort(new DOMException("every request of the batch stopped waiting", "AbortError"));
+        member.reject(member.signal.reason);
+      } else member.reject(new Abandoned(member.signal.reason, over)); // its command still runs with the others
+    };
+    member.signal.addEventListener("abort", stop, { once: true });
+    return () => member.signal.removeEventListener("abort", stop);
+  });
+  transport
+    .many(
+      live.map((member) => member.command),
+      request.signal,
+    )
+    .finally(end)
+    .then(
+      (outcomes) => {
+        for (const undo of detach) undo();
+        const whole = Array.isArray(outcomes) && outcomes.length === live.length;
+        live.forEach((member, i) => {
+          const outcome = whole ? outcomes[i] : undefined;
+          if (outcome?.ok === true) member.resolve(outcome.value);
+          else member.reject(new Error(outcome?.ok === false ? outcome.error : "unexpected pipeline reply"));
+        });
+      },
+      (error: unknown) => {
+        for (const undo of detach) undo();
+        for (const member of live) member.reject(error);
+      },
+    );
+}

@@ -1,0 +1,38 @@
+// What users hand to `new Redlock`, turned into nodes: configs are checked and built, clients wrapped.
+import { checkToken, checkUrl } from "../check.ts";
+import { InvalidArgumentError } from "../errors.ts";
+import type { NodeConfig, RedlockNode, ScriptClient } from "./node.ts";
+import { upstashNode } from "./upstash.ts";
+
+/** One database: `{ url, token }`, an `@upstash/redis` `Redis` instance, or a custom {@link RedlockNode}. */
+export type NodeInput = NodeConfig | ScriptClient | RedlockNode;
+
+/**
+ * The nodes of a `Redlock`, and the tokens to keep out of every failure text. The same database may not
+ * be given twice (under any spelling of its URL).
+ * @example
+ * ```ts
+ * const { built, secrets } = toNodes([{ url, token }], true);
+ * ```
+ */
+export function toNodes(nodes: readonly NodeInput[], batching: boolean): { built: RedlockNode[]; secrets: string[] } {
+  if (!Array.isArray(nodes) || nodes.length === 0)
+    throw new InvalidArgumentError("nodes", "must hold at least one node");
+  const identities = new Set<string>();
+  const secrets: string[] = [];
+  const built = Array.from({ length: nodes.length }, (_, i) => {
+    const node: unknown = nodes[i];
+    if (typeof node !== "object" || node === null)
+      throw new InvalidArgumentError(`nodes[${i}]`, "must be { url, token }, a Redis instance or a RedlockNode");
+    if (typeof (node as RedlockNode).run === "function") return node as RedlockNode;
+    if (typeof (node as ScriptClient).evalsha === "function") return upstashNode(node as ScriptClient, `node${i}`);
+    const identity = checkUrl((node as NodeConfig).url, `nodes[${i}].url`);
+    const token = checkToken((node as NodeConfig).token, `nodes[${i}].token`);
+    if (identities.has(identity))
+      throw new InvalidArgumentError(`nodes[${i}].url`, "repeats another node: the databases must be independent");
+    identities.add(identity);
+    secrets.push(token);
+    return upstashNode({ url: (node as NodeConfig).url, token }, { batching });
+  });
+  return { built, secrets };
+}

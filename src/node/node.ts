@@ -1,0 +1,52 @@
+// The contract between the lock and one Redis database: what a node is, and what configures one.
+import type { Script } from "../scripts/script.ts";
+
+/**
+ * One independent Redis database as the lock sees it. Implement this to plug in another transport.
+ * `run` sends one script and resolves with the raw reply; it must stop when `signal` aborts.
+ * @example
+ * ```ts
+ * const node: RedlockNode = {
+ *   label: "eu-1",
+ *   run: (script, keys, args, signal) => myEval(script.lua, keys, args, signal),
+ * };
+ * ```
+ */
+export interface RedlockNode {
+  /** A name for logs and tallies; never a secret. */
+  readonly label: string;
+  /**
+   * Sends `script` with `keys` and `args`; resolves with the raw reply, rejects when `signal` aborts or the
+   * request fails.
+   */
+  run(script: Script, keys: string[], args: string[], signal: AbortSignal): Promise<unknown>;
+}
+
+/**
+ * Where an Upstash database lives: its REST URL and token (the console's
+ * `UPSTASH_REDIS_REST_URL` / `UPSTASH_REDIS_REST_TOKEN`).
+ * @example
+ * ```ts
+ * const node: NodeConfig = { url: "https://eu1-sharp-cat-12345.upstash.io", token: env.TOKEN_1 };
+ * ```
+ */
+export interface NodeConfig {
+  /** The database's REST URL (https://…); no credentials, query or fragment. */
+  url: string;
+  /** The database's REST token: a secret, never logged. */
+  token: string;
+}
+
+/**
+ * The two methods the lock needs from an `@upstash/redis` `Redis` instance (or any client like it).
+ * @example
+ * ```ts
+ * const client: ScriptClient = new Redis({ url, token, retry: { retries: 0 }, enableAutoPipelining: false });
+ * ```
+ */
+export interface ScriptClient {
+  /** EVAL: runs `script` (Lua source). */
+  eval(script: string, keys: string[], args: string[]): Promise<unknown>;
+  /** EVALSHA: runs the script whose SHA-1 is `sha`; fails with NOSCRIPT when the node does not know it. */
+  evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
+}

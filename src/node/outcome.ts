@@ -1,0 +1,87 @@
+// What a node's answer means to the lock: a vote, or a secret-free reason why there is none, and when
+// the request behind it can no longer land.
+import { clip, errorText, redact } from "../support/redact.ts";
+import type { Script } from "../scripts/script.ts";
+import type { Vote } from "../scripts/vote.ts";
+import { Abandoned } from "./batch.ts";
+import type { RedlockNode } from "./node.ts";
+
+/**
+ * Runs `script` on `node` and maps the outcome to a vote. Thrown errors become `error` votes whose
+ * cause names the kind of failure; the cause never contains the command, the lock value (`args`) or
+ * any of `secrets` (the nodes' tokens), nor anything that looks like a bearer token or URL credentials.
+ * @example
+ * ```ts
+ * const vote = await castVote(node, ACQUIRE, ["k"], [value, "10000"], signal, [token]);
+ * ```
+ */
+export async function castVote(
+  node: RedlockNode,
+  script: Script,
+  keys: string[],
+  args: string[],
+  signal: AbortSignal,
+  secrets: readonly string[] = [],
+): Promise<Vote> {
+  const outcome = await runScript(node, script, keys, args, signal, secrets);
+  if (outcome.ok) return script.vote(outcome.reply);
+  const vote: Vote = { outcome: "error", cause: outcome.cause };
+  if (outcome.landed) landings.set(vote, outcome.landed);
+  return vote;
+}
+
+const landings = new WeakMap<Vote, Promise<void>>();
+
+/**
+ * When the request behind `vote` can no longer land on its node: at once, except for an error vote of a
+ * request that stopped being waited for while it still ran (see {@link Abandoned}): once it is over.
+ * Cleanups wait for it, so a release cannot overtake the request it undoes.
+ * @example
+ * ```ts
+ * const vote = await castVote(node, ACQUIRE, keys, args, signal);
+ * await landed(vote);
+ * ```
+ */
+export function landed(vote: Vote): Promise<void> {
+  return landings.get(vote) ?? Promise.resolve();
+}
+
+/**
+ * Runs `script` on `node`: its raw reply, or a secret-free cause (as {@link castVote} describes it).
+ * For reads that are not votes (inspection).
+ * @example
+ * ```ts
+ * const outcome = await runScript(node, INSPECT, ["k"], [], signal, [token]);
+ * ```
+ */
+export async function runScript(
+  node: RedlockNode,
+  script: Script,
+  keys: string[],
+  args: string[],
+  signal: AbortSignal,
+  secrets: readonly string[] = [],
+): Promise<{ ok: true; reply: unknown } | { ok: false; cause: string; landed?: Promise<void> }> {
+  try {
+    return { ok: true, reply: await node.run(script, keys, args, signal) };
+  } catch (error) {
+    return {
+      ok: false,
+      cause: describeFailure(error, signal, [...args, ...secrets]),
+      ...(error instanceof Abandoned ? { landed: error.landed } : {}),
+    };
+  }
+}
+
+/** A short, secret-free description of why a node gave no answer. */
+function describeFailure(error: unknown, signal: AbortSignal, secrets: string[]): string {
+  if (signal.aborted) {
+    const reason = signal.reason as { name?: string } | undefined;
+    return reason?.name === "TimeoutError" ? "timeout" : "aborted";
+  }
+  const name = (error as { name?: string } | undefined)?.name ?? "Error";
+  let text = name === "UpstashJSONParseError" ? "unparsable reply" : errorText(error);
+  if (text === "Request did not return a result") return "reply without result";
+  text = clip(redact(text, secrets));
+  return name === "TypeError" ? `network: ${text}` : text;
+}

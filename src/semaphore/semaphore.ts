@@ -1,0 +1,172 @@
+// A counting semaphore over the lock's nodes: `limit` slots, each a Redlock mutex; a permit is one slot.
+import { checkResources, checkRetryPolicy, checkTtl, checkUsing } from "../check.ts";
+import { InvalidArgumentError } from "../errors.ts";
+import { inspectSlots, type SemaphoreInspection } from "../lock/inspect.ts";
+import { holdWhile } from "../lock/keeper.ts";
+import type { Lifecycle } from "../lock/lifecycle.ts";
+import { Lock, type LockState } from "../lock/lock.ts";
+import { RESERVED_PREFIX, type AcquireOptions, type UsingOptions } from "../options.ts";
+import { retrying, type Attempt } from "../quorum/retry.ts";
+import type { Rounds } from "../quorum/rounds.ts";
+import { SEMAPHORE_ACQUIRE } from "../scripts/semaphore.ts";
+import { randomUnit } from "../support/random.ts";
+import { freeSlot } from "./slots.ts";
+
+/** The most permits a semaphore may have: every request carries all its slot keys. */
+export const MAX_PERMITS = 100;
+
+/**
+ * One permit of a {@link Semaphore}: a lock on one of its slots. It behaves like a {@link Lock}
+ * (`release()`, `extend(ttl)`, `validityMs`, `expiresAt`, `await using`); `resources` is the semaphore's key.
+ * @example
+ * ```ts
+ * await using permit = await semaphore.acquire(10_000);
+ * console.log(permit.slot, permit.validityMs);
+ * ```
+ */
+export class Permit extends Lock {
+  /** The semaphore's key. */
+  readonly semaphore: string;
+  /** Which of the `limit` slots this permit holds (0-based). */
+  readonly slot: number;
+
+  /** @internal Made by {@link Semaphore.acquire}. */
+  constructor(
+    semaphore: string,
+    slot: number,
+    value: string,
+    attempts: number,
+    state: Omit<LockState, "value" | "released">,
+  ) {
+    super([semaphore], value, attempts, undefined, state);
+    this.semaphore = semaphore;
+    this.slot = slot;
+  }
+
+  /** Keeps the value out of `JSON.stringify` and logs. */
+  override toJSON(): { resources: readonly string[]; expiresAt: number; semaphore: string; slot: number } {
+    return { ...super.toJSON(), semaphore: this.semaphore, slot: this.slot };
+  }
+}
+
+/**
+ * At most `limit` holders at once, across every process, isolate and region that shares the nodes.
+ * Made by {@link Redlock.semaphore}. Sound for every `limit`: each of the `limit` slots is a Redlock
+ * mutex, and a permit is a lock on one slot, so two valid permits never share a slot. (Counting holders
+ * per node and calling a permit valid on a majority over-admits: docs/SAFETY.md, "Semaphores".)
+ * @example
+ * ```ts
+ * const renders = redlock.semaphore("renders", 2);
+ * const pdf = await renders.using(30_000, async (signal) => render(job, { signal }));
+ * ```
+ */
+export class Semaphore {
+  /** The semaphore's key (its slots are keys of their own under the library's reserved prefix). */
+  readonly key: string;
+  /** How many holders may hold a permit at once. */
+  readonly limit: number;
+  readonly #rounds: Rounds;
+  readonly #lifecycle: Lifecycle;
+  readonly #slots: string[];
+
+  /** @internal Made by {@link Redlock.semaphore}. */
+  constructor(key: string, limit: number, rounds: Rounds, lifecycle: Lifecycle) {
+    const [checked] = checkResources(key);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS)
+      throw new InvalidArgumentError("limit", `must be an integer from 1 to ${MAX_PERMITS}`);
+    this.key = checked;
+    this.limit = limit;
+    this.#rounds = rounds;
+    this.#lifecycle = lifecycle;
+    this.#slots = Array.from({ length: limit }, (_, slot) => `${RESERVED_PREFIX}semaphore:${checked}:${slot}`);
+  }
+
+  /**
+   * Takes a permit for `ttl` ms: one slot, locked on a quorum within validity, like a lock. The first
+   * try takes a random slot; a refusal tells which slots look free on each node: when another slot is
+   * free on a quorum, it is tried at once (at most `limit` tries an attempt); otherwise the attempt fails
+   * as full and the next one, after the retry delay, picks the slot free on the most nodes. One request
+   * per node per try.
+   * @throws {InvalidArgumentError} before any request, for bad arguments.
+   * @throws {LockAcquisitionError} when every attempt failed: `reason` `held` means every permit is held
+   * (`retryAfterMs`: when the soonest held permit expires, as the nodes reported it), `unreachable` too
+   * many nodes gave no answer.
+   * @example
+   * ```ts
+   * const permit = await semaphore.acquire(10_000, { maxWait: 5_000 });
+   * try { await callUpstream(); } finally { await permit.release(); }
+   * ```
+   */
+  async acquire(ttl: number, options: AcquireOptions = {}): Promise<Permit> {
+    const rounds = this.#rounds;
+    const lifecycle = this.#lifecycle;
+    checkTtl(ttl, rounds.options.nodeTimeout);
+    const policy = checkRetryPolicy(options, rounds.options);
+    if (options.fencing) throw new InvalidArgumentError("options.fencing", "is not available for semaphore permits");
+    let slot = Math.floor(randomUnit() * this.limit);
+    return retrying(
+      rounds.clock,
+      [this.key],
+      policy,
+      async (attempt): Promise<Attempt<Permit>> => {
+        const tried = new Set<number>();
+        const cleanups: Promise<void>[] = [];
+        for (;;) {
+          const take = slot;
+          tried.add(take);
+          const grant = await rounds.grant(
+            SEMAPHORE_ACQUIRE,
+            this.#slots,
+            (value) => [value, String(ttl), String(take + 1)],
+            policy.signal,
+          );
+          if (rounds.holds(grant.round, ttl, grant.start)) {
+            const permit = new Permit(this.key, take, grant.value, attempt, {
+              ...lifecycle.held(grant, ttl),
+              keys: [this.#slots[take]],
+            });
+            // The earlier tries' slots are released too.
+            return { held: permit, cleanup: Promise.all(cleanups).then(() => undefined) };
+          }
+          const failure = lifecycle.failed(attempt, grant.round, grant, ttl, [this.#slots[take]]);
+          cleanups.push(failure.cleanup);
+          const next = freeSlot(grant.round, this.limit, rounds.quorum, tried);
+          slot = next.slot;
+          if (!next.onQuorum || policy.signal?.aborted)
+            return { failed: failure.failed, cleanup: Promise.all(cleanups).then(() => undefined) };
+        }
+      },
+      "permit",
+    );
+  }
+
+  /**
+   * Runs `routine` while holding a permit: acquires, extends automatically, releases at the end — also
+   * when the routine throws — exactly as {@link Redlock.using} does for a lock.
+   * @example
+   * ```ts
+   * const answer = await semaphore.using(10_000, async (signal) => fetch(upstream, { signal }));
+   * ```
+   */
+  async using<T>(
+    ttl: number,
+    routine: (signal: AbortSignal, permit: Permit) => Promise<T> | T,
+    options: UsingOptions = {},
+  ): Promise<T> {
+    const keep = checkUsing(ttl, routine, options, this.#rounds.options.nodeTimeout);
+    const permit = await this.acquire(ttl, options);
+    return holdWhile(permit, routine, { clock: this.#rounds.clock, ttl, ...keep, signal: options?.signal });
+  }
+
+  /**
+   * How many permits a quorum holds now, and when the soonest of them expires — read from every node
+   * without taking anything.
+   * @example
+   * ```ts
+   * const { held, limit } = await semaphore.inspect();
+   * ```
+   */
+  inspect(): Promise<SemaphoreInspection> {
+    return inspectSlots(this.#rounds, this.key, this.#slots);
+  }
+}

@@ -1,0 +1,88 @@
+// Time as the lock sees it; replaceable so the simulator can run on a virtual clock.
+
+/**
+ * The time source of a {@link Redlock}. The default uses `performance.now()` (monotonic),
+ * `Date.now()`, `setTimeout` and `AbortSignal.timeout`. Tests pass a virtual clock.
+ * @example
+ * ```ts
+ * const redlock = new Redlock(nodes, { clock: systemClock });
+ * ```
+ */
+export interface Clock {
+  /** Monotonic milliseconds, for elapsed time and validity. */
+  now(): number;
+  /** Epoch milliseconds, for `expiresAt`. */
+  epoch(): number;
+  /** Waits `ms`; rejects with `signal.reason` when `signal` aborts first. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /** A signal that aborts with a `TimeoutError` after `ms`, unless `clear` is called first. */
+  timeout(ms: number): Deadline;
+}
+
+/** A per-request timeout that can be cleared once the request settled. */
+export interface Deadline {
+  /** Aborts with a `TimeoutError` when the time is up. */
+  signal: AbortSignal;
+  /** Stops the timer (call it once the request settled). */
+  clear(): void;
+}
+
+const monotonic: () => number =
+  typeof performance === "object" && typeof performance.now === "function" ? () => performance.now() : () => Date.now();
+
+/**
+ * The real clock. On Cloudflare Workers both `performance.now()` and `Date.now()` stand still
+ * during CPU work and advance on I/O, so the network time of a round is still measured.
+ * @example
+ * ```ts
+ * const start = systemClock.now();
+ * ```
+ */
+export const systemClock: Clock = {
+  now: monotonic,
+  epoch: () => Date.now(),
+  sleep(ms, signal) {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal?.reason);
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      }, ms);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  },
+  // Not AbortSignal.timeout: its timer cannot be cleared, so every finished request would still fire
+  // (and allocate) a TimeoutError later. Clearing the timer keeps a round's cost to its requests.
+  timeout(ms) {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new DOMException("node request timed out", "TimeoutError")), ms);
+    return { signal: controller.signal, clear: () => clearTimeout(timer) };
+  },
+};
+
+/**
+ * Aborts when any of the given signals aborts, with that signal's reason.
+ * Uses `AbortSignal.any` where the runtime has it.
+ * @example
+ * ```ts
+ * const signal = anySignal([clock.timeout(500).signal, callerSignal]);
+ * ```
+ */
+export function anySignal(signals: (AbortSignal | undefined)[]): AbortSignal {
+  const present = signals.filter((s): s is AbortSignal => s !== undefined);
+  if (present.length === 1) return present[0];
+  if (typeof AbortSignal.any === "function") return AbortSignal.any(present);
+  const controller = new AbortController();
+  for (const signal of present) {
+    if (signal.aborted) {
+      controller.abort(signal.reason);
+      break;
+    }
+    signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+  }
+  return controller.signal;
+}
