@@ -3,7 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { Redis } from "ioredis";
 import { FaultGate, GARBAGE_BODIES, NO_FAULTS, parseFaults, type Faults } from "./fault-gate.ts";
-import { BadCommand, encodeReply, errorText, toCommand, toCommands } from "./rest-protocol.ts";
+import { MAX_REQUEST_BYTES, REQUEST_TOO_LARGE, keySizeError } from "./limits.ts";
+import { BadCommand, encodeReply, errorText, toCommand, toCommands, toJson } from "./rest-protocol.ts";
 import { KeyLockingShim } from "./script-flags.ts";
 
 export type { Faults, Garbage } from "./fault-gate.ts";
@@ -166,6 +167,8 @@ export class Bridge {
       lazyConnect: lazy,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
+      // Integer replies as decimal strings (bulk strings are Buffers): no precision lost beyond 2^53.
+      stringNumbers: true,
       retryStrategy: () => 50,
     });
     conn.on("error", () => {});
@@ -185,9 +188,9 @@ export class Bridge {
   async #answer(req: IncomingMessage, res: ServerResponse, link: Link | undefined): Promise<void> {
     if (!isLoopback(req)) return send(res, 403, { error: "loopback only" });
     this.counters.received++;
-    const body = await readBody(req);
+    const { body, tooLarge } = await readBody(req, MAX_REQUEST_BYTES);
     if (req.method !== "POST") return send(res, 405, { error: "use POST" });
-    if (req.headers.authorization !== `Bearer ${this.token}`) return send(res, 401, { error: "Unauthorized" });
+    if (req.headers.authorization !== `Bearer ${this.token}`) return send(res, 401, { error: "WRONGPASS invalid or missing auth token" });
 
     // The link's faults first (the client's own route), then the node's.
     const gates = link ? [link.gate, this.#gate] : [this.#gate];
@@ -204,6 +207,7 @@ export class Bridge {
         return void res.end(garbage.body);
       }
     }
+    if (tooLarge) return send(res, 400, { error: REQUEST_TOO_LARGE });
 
     const base64 = String(req.headers["upstash-encoding"] ?? "").toLowerCase() === "base64";
     const path = (req.url ?? "/").split("?")[0].replace(/\/+$/, "") || "/";
@@ -219,10 +223,10 @@ export class Bridge {
     } catch (error) {
       if (error instanceof SyntaxError) return send(res, 400, { error: "ERR request body is not JSON" });
       if (error instanceof NotFound) return send(res, 404, { error: error.message });
-      if (error instanceof BadCommand) return send(res, 400, { error: error.message });
+      if (error instanceof BadCommand || error instanceof LimitError) return send(res, 400, { error: error.message });
       if (isConnectionError(error)) return send(res, 503, { error: `redis unavailable: ${errorText(error)}` });
       this.counters.answered++;
-      send(res, 400, { error: errorText(error) });
+      send(res, 400, { error: this.#errorText(error) });
     }
   }
 
@@ -242,34 +246,74 @@ export class Bridge {
     if (path === "/") {
       const command = toCommand(body);
       this.#count(command);
-      const reply = await this.#shared.callBuffer(...this.#toRedis(command));
-      return { result: encodeReply(this.#keyLocking.loadedSha(command) ?? reply, base64) };
+      const tooLong = keySizeError(command);
+      if (tooLong) throw new LimitError(tooLong);
+      return { result: this.#encode(command, await this.#shared.callBuffer(...this.#toRedis(command)), base64) };
     }
-    if (path === "/pipeline" || path === "/multi-exec") {
+    if (path === "/pipeline") {
       const commands = toCommands(body);
-      if (path === "/pipeline") this.counters.pipelines++;
-      const conn = path === "/pipeline" ? this.#shared : await this.#dedicated();
+      this.counters.pipelines++;
+      return this.#pipeline(commands, base64);
+    }
+    if (path === "/multi-exec") {
+      const commands = toCommands(body);
+      for (const command of commands) this.#count(command);
+      const tooLong = commands.map(keySizeError).find((error) => error !== undefined);
+      if (tooLong) throw new LimitError(tooLong); // the whole transaction is discarded
+      const conn = await this.#dedicated();
       try {
-        const batch = path === "/pipeline" ? conn.pipeline() : conn.multi();
-        for (const command of commands) {
-          this.#count(command);
-          batch.callBuffer(...this.#toRedis(command));
-        }
-        const replies = await batch.exec();
+        const tx = conn.multi();
+        for (const command of commands) tx.callBuffer(...this.#toRedis(command));
+        const replies = await tx.exec();
         if (replies === null) throw new Error("EXECABORT Transaction discarded");
-        return replies.map(([error, reply], i) =>
-          error ? { error: errorText(error) } : { result: encodeReply(this.#keyLocking.loadedSha(commands[i]) ?? reply, base64) },
-        );
+        return replies.map(([error, reply], i) => (error ? { error: this.#errorText(error) } : { result: this.#encode(commands[i], reply, base64) }));
       } finally {
-        if (conn !== this.#shared) this.#idle.push(conn);
+        this.#idle.push(conn);
       }
     }
     throw new NotFound(`no such endpoint: ${path}`);
   }
 
+  /**
+   * Runs a pipeline's members one by one on the shared connection, each sent once the one before has
+   * answered: as on Upstash, the pipeline is not atomic, and other clients' commands can run between
+   * two members (a `pipelineGapMs` fault widens that gap so a test can aim at it). A member's error
+   * is its own; a lost connection fails the request.
+   */
+  async #pipeline(commands: string[][], base64: boolean): Promise<unknown[]> {
+    const replies: unknown[] = [];
+    for (const [i, command] of commands.entries()) {
+      if (i > 0 && this.#gate.faults.pipelineGapMs > 0) await new Promise((r) => setTimeout(r, this.#gate.faults.pipelineGapMs));
+      this.#count(command);
+      const tooLong = keySizeError(command);
+      if (tooLong) {
+        replies.push({ error: tooLong });
+        continue;
+      }
+      try {
+        replies.push({ result: this.#encode(command, await this.#shared.callBuffer(...this.#toRedis(command)), base64) });
+      } catch (error) {
+        if (isConnectionError(error)) throw error;
+        replies.push({ error: this.#errorText(error) });
+      }
+    }
+    return replies;
+  }
+
+  /** A reply as JSON; SCRIPT LOAD of a flagged script answers the SHA the client computed. */
+  #encode(command: string[], reply: unknown, base64: boolean): unknown {
+    const sha = this.#keyLocking.loadedSha(command);
+    return encodeReply(sha === undefined ? reply : Buffer.from(sha), base64);
+  }
+
+  #errorText(error: unknown): string {
+    return this.#keyLocking.clientText(errorText(error));
+  }
+
   #toRedis(command: string[]): [string, ...string[]] {
+    // Upper case: ioredis reshapes the replies of some lower-case names (hgetall into an object).
     const [name, ...args] = this.#keyLocking.rewrite(command);
-    return [name, ...args];
+    return [name.toUpperCase(), ...args];
   }
 
   /** A connection nobody else uses while a transaction is open on it. */
@@ -293,7 +337,7 @@ export class Bridge {
 
   async #serveAdmin(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (!isLoopback(req)) return send(res, 403, { error: "loopback only" });
-    const body = await readBody(req);
+    const { body } = await readBody(req, MAX_REQUEST_BYTES);
     const path = (req.url ?? "/").split("?")[0];
     try {
       if (req.method === "GET" && path === "/state") return send(res, 200, await this.#fullState());
@@ -324,6 +368,9 @@ export class Bridge {
 
 class NotFound extends Error {}
 
+/** A request over one of Upstash's size limits: answered 400 with Upstash's text. */
+class LimitError extends Error {}
+
 function emptyCounters(): Counters {
   return { received: 0, answered: 0, abandoned: 0, waiting: 0, inFlight: 0, commands: {}, flaggedScripts: 0, pipelines: 0 };
 }
@@ -346,11 +393,17 @@ function clientGone(res: ServerResponse): { signal: AbortSignal } {
   return controller;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+/** Reads the body; past `limit` bytes it reads on (so the client can still read the answer) but keeps nothing. */
+function readBody(req: IncomingMessage, limit: number): Promise<{ body: string; tooLarge: boolean }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    let bytes = 0;
+    req.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes <= limit) chunks.push(chunk);
+      else chunks.length = 0;
+    });
+    req.on("end", () => resolve(bytes > limit ? { body: "", tooLarge: true } : { body: Buffer.concat(chunks).toString("utf8"), tooLarge: false }));
     req.on("error", reject);
   });
 }
@@ -358,7 +411,7 @@ function readBody(req: IncomingMessage): Promise<string> {
 function send(res: ServerResponse, status: number, body: unknown): void {
   if (res.destroyed) return;
   res.writeHead(status, { "content-type": "application/json" });
-  res.end(JSON.stringify(body));
+  res.end(toJson(body));
 }
 
 function linkUrl(link: Link): string {

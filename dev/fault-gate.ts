@@ -27,9 +27,15 @@ export interface Faults {
    * Redis rejects them (a REST proxy in front of plain Redis). Default false: accepted, as Upstash does.
    */
   rejectKeyLocking: boolean;
+  /**
+   * (Node-wide only.) Pause this long between two members of a `/pipeline` request, so a test can land
+   * another client's command between them (Upstash's pipelines are not atomic; the bridge runs their
+   * members one by one either way). Default 0: no pause.
+   */
+  pipelineGapMs: number;
 }
 
-export const NO_FAULTS: Readonly<Faults> = Object.freeze({ latencyMs: 0, spread: null, hang: false, cut: false, status: null, garbage: null, rejectKeyLocking: false });
+export const NO_FAULTS: Readonly<Faults> = Object.freeze({ latencyMs: 0, spread: null, hang: false, cut: false, status: null, garbage: null, rejectKeyLocking: false, pipelineGapMs: 0 });
 
 export const GARBAGE_BODIES: Record<Garbage, { type: string; body: string }> = {
   html: { type: "text/html", body: "<html><body><h1>502 Bad Gateway</h1></body></html>" },
@@ -105,6 +111,7 @@ export function parseFaults(body: string): Partial<Faults> {
   if ("cut" in raw) patch.cut = Boolean(raw.cut);
   if ("status" in raw) patch.status = raw.status === null ? null : Number(raw.status);
   if ("rejectKeyLocking" in raw) patch.rejectKeyLocking = Boolean(raw.rejectKeyLocking);
+  if ("pipelineGapMs" in raw) patch.pipelineGapMs = Math.max(0, Number(raw.pipelineGapMs) || 0);
   if ("garbage" in raw) {
     if (raw.garbage !== null && !(String(raw.garbage) in GARBAGE_BODIES)) throw new Error(`unknown garbage kind ${String(raw.garbage)}`);
     patch.garbage = raw.garbage === null ? null : (String(raw.garbage) as Garbage);

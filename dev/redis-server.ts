@@ -163,7 +163,16 @@ export class RedisProcess {
   /** Kill, then start again on the same port with no data. */
   async restartEmpty(): Promise<void> {
     await this.kill();
-    await this.start();
+    // While the port is free, another process may hold it for a moment (a free-port probe of another
+    // cluster on this machine): try again a few times before giving up.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.start();
+      } catch (error) {
+        if (attempt >= 10 || !/Address already in use/.test(String(error))) throw error;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
   }
 }
 
