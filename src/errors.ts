@@ -162,7 +162,8 @@ function extensionReason(tally: AttemptTally): FailureReason {
   return reason === "held" && !heldElsewhere ? "lost" : reason;
 }
 
-function failureReason(tally: AttemptTally): FailureReason {
+/** Why an attempt with this tally failed: `expired` (a quorum, too late), `unreachable` or `held`. */
+export function failureReason(tally: AttemptTally): FailureReason {
   const nodes = tally.votes.length;
   const quorum = quorumOf(nodes);
   if (tally.granted >= quorum) return "expired";

@@ -49,5 +49,18 @@ export type { NodeVote, Vote } from "./scripts/vote.ts";
 export { FENCE_PREFIX, compareFences, fenceKey, maxFence } from "./fencing/tokens.ts";
 export { fencedRead, fencedWrite, type FencedWriteOptions } from "./fencing/guard.ts";
 export { systemClock, type Clock, type Deadline } from "./support/clock.ts";
+export type {
+  AcquireEvent,
+  EventBase,
+  EventHandler,
+  ExtendEvent,
+  LockEvent,
+  LockKind,
+  LostEvent,
+  NodeErrorKind,
+  NodeTally,
+  ReleaseEvent,
+  RetryEvent,
+} from "./events/types.ts";
 export { checkNodes } from "./doctor/index.ts";
 export type { CheckStatus, DoctorCheck, DoctorOptions, DoctorReport, NodeHealth } from "./doctor/types.ts";

@@ -1,4 +1,5 @@
 // The options users set, their defaults, and the limits the checks hold them to.
+import type { EventHandler, LockEvent } from "./events/types.ts";
 import type { Clock } from "./support/clock.ts";
 
 /**
@@ -30,6 +31,13 @@ export interface RedlockOptions {
   batching?: boolean;
   /** Time source; replace only in tests (see {@link Clock}). */
   clock?: Clock;
+  /**
+   * Called synchronously with every {@link LockEvent}: acquisitions (held or failed, attempts, elapsed
+   * time, validity, the nodes' tally), retries with their wait, extensions, losses and releases. No event
+   * carries a token or a lock's value. A handler that throws is reported once through `console.error` and
+   * never breaks the lock; keep it fast (it runs on the lock's path). Default: none.
+   */
+  onEvent?: EventHandler;
 }
 
 /** Options of one acquisition; retry settings here override the instance's. */
@@ -79,10 +87,10 @@ export interface RetryPolicy {
 }
 
 /** Options after defaults and checks (every field set). */
-export type ResolvedOptions = Required<RedlockOptions>;
+export type ResolvedOptions = Required<Omit<RedlockOptions, "onEvent">> & Pick<RedlockOptions, "onEvent">;
 
 /** The defaults of {@link RedlockOptions}. */
-export const DEFAULTS: Readonly<Omit<ResolvedOptions, "clock">> = Object.freeze({
+export const DEFAULTS: Readonly<Omit<ResolvedOptions, "clock" | "onEvent">> = Object.freeze({
   retryCount: 10,
   retryDelay: 200,
   retryJitter: 100,

@@ -1,6 +1,7 @@
 // The Redlock algorithm: acquire on a quorum within validity, release everywhere, retry at random.
 import { checkResources, checkRetryPolicy, checkTtl, checkUsing, resolveOptions } from "./check.ts";
 import { InvalidArgumentError, type LockExtensionError, type MaxHoldError } from "./errors.ts";
+import { type AcquireHooks, reportAcquire } from "./events/acquire.ts";
 import { fenceKey, maxFence } from "./fencing/tokens.ts";
 import { inspectResources, type Inspection } from "./lock/inspect.ts";
 import { holdWhile } from "./lock/keeper.ts";
@@ -16,7 +17,7 @@ import {
   type ResolvedOptions,
   type UsingOptions,
 } from "./options.ts";
-import { retrying } from "./quorum/retry.ts";
+import { retrying, type Attempt } from "./quorum/retry.ts";
 import { Rounds } from "./quorum/rounds.ts";
 import { FENCE } from "./scripts/fencing.ts";
 import { ACQUIRE, FENCED_ACQUIRE } from "./scripts/lock.ts";
@@ -101,30 +102,35 @@ export class Redlock {
     const roundKeys = fencing ? [...keys, ...keys.map(fenceKey)] : keys;
     const rounds = this.#rounds;
     const lifecycle = this.#lifecycle;
-    return retrying(rounds.clock, keys, policy, async (attempt) => {
-      const grant = await rounds.grant(
-        fencing ? FENCED_ACQUIRE : ACQUIRE,
-        roundKeys,
-        (value) => [value, String(ttl), String(keys.length)],
-        policy.signal,
-      );
-      let round = grant.round;
-      let fence: string | undefined;
-      if (fencing && rounds.holds(round, ttl, grant.start)) {
-        // Fencing: raise the counters to the token on a quorum that still holds the lock
-        // (docs/SAFETY.md, "Fencing tokens across a quorum").
-        // Every grant of FENCED_ACQUIRE carries a counter (a bare grant is an error vote).
-        fence = maxFence(round.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
-        round = await rounds.round(FENCE, roundKeys, [grant.value, fence], {
-          signal: policy.signal,
-          decide: "outcome",
-          cancelStragglers: true,
-        });
-      }
-      if (rounds.holds(round, ttl, grant.start))
-        return { held: new Lock(keys, grant.value, attempt, fence, lifecycle.held(grant, ttl)) };
-      return lifecycle.failed(attempt, round, grant, ttl, keys);
-    });
+    const attempt =
+      (hooks: AcquireHooks | undefined) =>
+      async (n: number): Promise<Attempt<Lock>> => {
+        const grant = await rounds.grant(
+          fencing ? FENCED_ACQUIRE : ACQUIRE,
+          roundKeys,
+          (value) => [value, String(ttl), String(keys.length)],
+          policy.signal,
+        );
+        let round = grant.round;
+        let fence: string | undefined;
+        if (fencing && rounds.holds(round, ttl, grant.start)) {
+          // Fencing: raise the counters to the token on a quorum that still holds the lock
+          // (docs/SAFETY.md, "Fencing tokens across a quorum").
+          // Every grant of FENCED_ACQUIRE carries a counter (a bare grant is an error vote).
+          fence = maxFence(round.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
+          round = await rounds.round(FENCE, roundKeys, [grant.value, fence], {
+            signal: policy.signal,
+            decide: "outcome",
+            cancelStragglers: true,
+          });
+        }
+        if (!rounds.holds(round, ttl, grant.start)) return lifecycle.failed(n, round, grant, ttl, keys);
+        hooks?.won(round);
+        return { held: new Lock(keys, grant.value, n, fence, lifecycle.held(grant, ttl)) };
+      };
+    return reportAcquire(lifecycle.emit, "lock", keys, rounds.clock, (hooks) =>
+      retrying(rounds.clock, keys, policy, attempt(hooks), "lock", hooks),
+    );
   }
 
   /**

@@ -9,17 +9,29 @@ const MAY_IMPORT: Record<string, string[]> = {
   "scripts/": ["support/"],
   "quorum/rules.ts": [],
   "errors.ts": ["quorum/rules.ts", "scripts/"],
-  "options.ts": ["support/"],
+  "options.ts": ["support/", "events/"],
+  "events/": ["errors.ts", "support/"],
   "check.ts": ["errors.ts", "options.ts", "support/"],
   "node/": ["scripts/", "support/", "errors.ts", "options.ts", "check.ts"],
-  "quorum/": ["quorum/rules.ts", "node/", "scripts/", "support/", "errors.ts", "options.ts", "check.ts"],
-  "lock/": ["quorum/", "quorum/rules.ts", "node/", "scripts/", "support/", "errors.ts", "options.ts", "check.ts"],
+  "quorum/": ["quorum/rules.ts", "node/", "scripts/", "events/", "support/", "errors.ts", "options.ts", "check.ts"],
+  "lock/": [
+    "quorum/",
+    "quorum/rules.ts",
+    "node/",
+    "scripts/",
+    "events/",
+    "support/",
+    "errors.ts",
+    "options.ts",
+    "check.ts",
+  ],
   "fencing/": ["node/", "scripts/", "support/", "errors.ts", "options.ts"],
-  "semaphore/": ["lock/", "quorum/", "node/", "scripts/", "support/", "errors.ts", "options.ts", "check.ts"],
+  "semaphore/": ["lock/", "quorum/", "node/", "scripts/", "events/", "support/", "errors.ts", "options.ts", "check.ts"],
   "redlock.ts": [
     "lock/",
     "semaphore/",
     "fencing/",
+    "events/",
     "quorum/",
     "node/",
     "scripts/",
@@ -29,9 +41,11 @@ const MAY_IMPORT: Record<string, string[]> = {
     "check.ts",
   ],
   "doctor/": ["redlock.ts", "node/", "scripts/", "quorum/rules.ts", "support/", "errors.ts", "options.ts", "check.ts"],
+  "otel/": ["events/"],
   "hono/": ["redlock.ts", "lock/", "semaphore/", "node/", "support/", "errors.ts", "options.ts", "check.ts"],
   "index.ts": [
     "redlock.ts",
+    "events/",
     "lock/",
     "semaphore/",
     "fencing/",
@@ -45,7 +59,11 @@ const MAY_IMPORT: Record<string, string[]> = {
 };
 
 /** Imports of another group that must be `import type` (quorum/ knows the shape of a script, never its Lua). */
-const TYPES_ONLY: [string, string][] = [["quorum/", "scripts/"]];
+const TYPES_ONLY: [string, string][] = [
+  ["quorum/", "scripts/"],
+  ["quorum/", "events/"],
+  ["options.ts", "events/"],
+];
 
 /** The only files that may import each outside package; `node:` and anything else: none (web standards only). */
 const PACKAGES: Record<string, (file: string) => boolean> = {

@@ -26,6 +26,7 @@ export function checkHoldOptions(options: {
   wait?: unknown;
   maxHold?: number;
   lostHeader?: string;
+  serverTiming?: unknown;
 }): string {
   // The ttl must exceed the nodeTimeout of the Redlock used: the given one's, or the default's (a factory's is
   // checked per request).
@@ -39,6 +40,9 @@ export function checkHoldOptions(options: {
   );
   if (typeof options.wait === "number") checkDuration("options.wait", options.wait);
   checkDuration("options.maxHold", options.maxHold, 1);
+  if (options.serverTiming !== undefined && typeof options.serverTiming !== "boolean") {
+    throw new InvalidArgumentError("options.serverTiming", "must be a boolean");
+  }
   const lostHeader = options.lostHeader ?? DEFAULT_LOST_HEADER;
   if (typeof lostHeader !== "string" || !/^[A-Za-z0-9-]+$/.test(lostHeader))
     throw new InvalidArgumentError("options.lostHeader", "must be a header name");

@@ -5,6 +5,7 @@ import { InvalidArgumentError, LockAcquisitionError, type FailureReason } from "
 import type { Lock } from "../lock/lock.ts";
 import { MAX_PERMITS, type Permit } from "../semaphore/semaphore.ts";
 import { checkHoldOptions, holdThrough, pickRedlock, retryAfterSeconds, type RedlockChoice } from "./hold.ts";
+import { timedAcquire } from "./timing.ts";
 
 export type { RedlockChoice } from "./hold.ts";
 
@@ -94,6 +95,11 @@ export interface HoldMiddlewareOptions<E extends Env> {
   maxHold?: number;
   /** Response header set to `"true"` when the lock was lost while the handler ran. Default `"Lock-Lost"`. */
   lostHeader?: string;
+  /**
+   * Add `Server-Timing: lock;dur=<acquire ms>;desc="<attempts> attempt(s)"` to the response (taken or
+   * refused), so the wait for the lock shows in the browser's devtools and in tracing tools. Default false.
+   */
+  serverTiming?: boolean;
 }
 
 /** Options of the {@link redlock} middleware. */
@@ -154,7 +160,10 @@ export const redlock = <E extends Env = Env>(
     if (locker instanceof Response) return locker;
     let lock: Lock;
     try {
-      lock = await locker.acquire(resources, ttl, acquireOptions(ctx, options.wait));
+      const how = acquireOptions(ctx, options.wait);
+      lock = await timedAcquire(c, options.serverTiming, locker.options.clock, () =>
+        locker.acquire(resources, ttl, how),
+      );
     } catch (error) {
       if (!(error instanceof LockAcquisitionError)) throw error;
       if (error.reason !== "held") return unavailable(ctx, options, resources, error);
@@ -226,7 +235,9 @@ export const semaphore = <E extends Env = Env>(
     if (locker instanceof Response) return locker;
     let permit: Permit;
     try {
-      permit = await locker.semaphore(name, limit).acquire(ttl, acquireOptions(ctx, options.wait));
+      const how = acquireOptions(ctx, options.wait);
+      const semaphore = locker.semaphore(name, limit);
+      permit = await timedAcquire(c, options.serverTiming, locker.options.clock, () => semaphore.acquire(ttl, how));
     } catch (error) {
       if (!(error instanceof LockAcquisitionError)) throw error;
       if (error.reason !== "held") return unavailable(ctx, options, [name], error);

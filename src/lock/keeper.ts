@@ -1,7 +1,8 @@
 // Keeps a lock alive while work runs: extends before validity runs out, aborts loudly when it cannot.
 import { LockExtensionError, MaxHoldError } from "../errors.ts";
 import { anySignal, type Clock } from "../support/clock.ts";
-import type { Lock } from "./lock.ts";
+import type { LostEvent } from "../events/types.ts";
+import { type Lock, lockState } from "./lock.ts";
 
 /** How a lock is kept. */
 export interface KeepOptions {
@@ -41,8 +42,12 @@ export function keepLock(lock: Lock, options: KeepOptions): Keeper {
   const stopped = new AbortController();
   const started = clock.now();
   let extensions = 0;
-  const end = (reason: Error) => {
-    if (!lost.signal.aborted) lost.abort(reason);
+  const end = (reason: Error, why: LostEvent["reason"]) => {
+    if (lost.signal.aborted) return;
+    lost.abort(reason);
+    if (stopped.signal.aborted) return; // kept no longer: the lock was not lost while kept
+    const { owner, kind } = lockState(lock);
+    owner.emit?.({ type: "lost", kind, resources: lock.resources, reason: why });
   };
   const quiet = anySignal([lost.signal, stopped.signal]);
 
@@ -50,21 +55,21 @@ export function keepLock(lock: Lock, options: KeepOptions): Keeper {
     while (!quiet.aborted) {
       const untilExtend = lock.validityMs - threshold;
       const untilMaxHold = maxHold === undefined ? Infinity : started + maxHold - clock.now();
-      if (untilMaxHold <= 0) return end(new MaxHoldError(maxHold as number));
+      if (untilMaxHold <= 0) return end(new MaxHoldError(maxHold as number), "max-hold");
       if (!(await pause(clock, Math.max(0, Math.min(untilExtend, untilMaxHold)), quiet))) return;
       if (untilMaxHold <= untilExtend) continue; // woke for maxHold: the check above ends it
       try {
         await lock.extend(ttl);
         extensions++;
       } catch (error) {
-        return end(error instanceof Error ? error : new LockExtensionError(lock.resources));
+        return end(error instanceof Error ? error : new LockExtensionError(lock.resources), "extension-failed");
       }
     }
   })();
 
   const watching = (async () => {
     while (!quiet.aborted) {
-      if (lock.validityMs <= 0) return end(new LockExtensionError(lock.resources));
+      if (lock.validityMs <= 0) return end(new LockExtensionError(lock.resources), "expired");
       if (!(await pause(clock, lock.validityMs, quiet))) return;
     }
   })();

@@ -7,6 +7,9 @@ import type { Grant, Rounds } from "../quorum/rounds.ts";
 import { EXTEND, RELEASE } from "../scripts/lock.ts";
 import type { Vote } from "../scripts/vote.ts";
 import { checkTtl } from "../check.ts";
+import { type Emit, eventEmitter } from "../events/emit.ts";
+import { nodeTally } from "../events/tally.ts";
+import type { LockKind } from "../events/types.ts";
 import { lockState, type Lock, type LockOwner, type LockState, type ReleaseResult } from "./lock.ts";
 
 /**
@@ -19,22 +22,28 @@ import { lockState, type Lock, type LockOwner, type LockState, type ReleaseResul
  */
 export class Lifecycle {
   readonly #rounds: Rounds;
+  /** Reports to the Redlock's `onEvent`; absent without one. */
+  readonly emit: Emit | undefined;
   /** What a held lock calls back into. */
-  readonly owner: LockOwner = {
-    extend: (lock, ttl) => this.extend(lock, ttl),
-    release: (lock) => this.release(lock),
-    now: () => this.#rounds.clock.now(),
-  };
+  readonly owner: LockOwner;
 
   constructor(rounds: Rounds) {
     this.#rounds = rounds;
+    this.emit = eventEmitter(rounds.options.onEvent);
+    this.owner = {
+      extend: (lock, ttl) => this.extend(lock, ttl),
+      release: (lock) => this.release(lock),
+      now: () => rounds.clock.now(),
+      emit: this.emit,
+    };
   }
 
   /** The state of a lock (or permit) that `grant` won: its validity, and its acquire replies still out. */
-  held(grant: Grant, ttl: number): Omit<LockState, "value" | "released" | "keys"> {
+  held(grant: Grant, ttl: number, kind: LockKind = "lock"): Omit<LockState, "value" | "released" | "keys"> {
     const rounds = this.#rounds;
     return {
       owner: this.owner,
+      kind,
       deadline: grant.start + ttl - rounds.drift(ttl),
       expiresAt: rounds.clock.epoch() + rounds.validity(ttl, grant.start),
       stragglers: this.#stragglers(grant.round),
@@ -66,7 +75,17 @@ export class Lifecycle {
     // Acquire replies still out now may land after this release.
     const late = new Map(state.stragglers);
     state.stragglers.clear();
+    const began = rounds.clock.now();
     const round = await rounds.round(RELEASE, keys, [state.value], { decide: "answered", cancelStragglers: false });
+    const { granted: released, errors } = round;
+    this.emit?.({
+      type: "release",
+      kind: state.kind,
+      resources: lock.resources,
+      released,
+      errors,
+      elapsedMs: rounds.clock.now() - began,
+    });
     const running = round.votes.filter((vote) => vote.outcome === "unanswered").map((vote) => round.settled[vote.node]);
     const followUps = [...late].map(async ([node, acquired]) => {
       // Where this release deleted the keys, the acquire had run before it: nothing can land after.
@@ -74,11 +93,29 @@ export class Lifecycle {
       if ((await acquired).outcome !== "denied") await rounds.ask(node, RELEASE, keys, [state.value]);
     });
     const pending = Promise.all([...running, ...followUps]).then(() => undefined);
-    return { released: round.granted, errors: round.errors, votes: round.votes, pending };
+    return { released, errors, votes: round.votes, pending };
   }
 
   /** See `Redlock.extend`. */
   async extend(lock: Lock, ttl: number): Promise<Lock> {
+    const emit = this.emit;
+    if (!emit) return this.#extend(lock, ttl);
+    const { kind } = lockState(lock);
+    const resources = lock.resources;
+    try {
+      await this.#extend(lock, ttl);
+      emit({ type: "extend", outcome: "extended", kind, resources, validityMs: lock.validityMs });
+      return lock;
+    } catch (error) {
+      if (error instanceof LockExtensionError) {
+        const tally = error.tally ? { tally: nodeTally(error.tally) } : {};
+        emit({ type: "extend", outcome: "failed", kind, resources, reason: error.reason, ...tally });
+      }
+      throw error;
+    }
+  }
+
+  async #extend(lock: Lock, ttl: number): Promise<Lock> {
     const rounds = this.#rounds;
     const state = lockState(lock);
     checkTtl(ttl, rounds.options.nodeTimeout);

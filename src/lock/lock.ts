@@ -1,5 +1,7 @@
 // A held lock: what the caller keeps, and what release and extend need.
 /// <reference lib="esnext.disposable" preserve="true" />
+import type { Emit } from "../events/emit.ts";
+import type { LockKind } from "../events/types.ts";
 import type { NodeVote, Vote } from "../scripts/vote.ts";
 
 /**
@@ -33,11 +35,15 @@ export interface LockOwner {
   extend(lock: Lock, ttl: number): Promise<Lock>;
   release(lock: Lock): Promise<ReleaseResult>;
   now(): number;
+  /** Reports to the Redlock's `onEvent`; absent without one. */
+  emit: Emit | undefined;
 }
 
 /** Package-internal state of a lock. */
 export interface LockState {
   owner: LockOwner;
+  /** What kind of lock this is, for events. */
+  kind: LockKind;
   value: string;
   /** The keys the lock holds on the nodes (a permit's slot key; a lock's resources). */
   keys: readonly string[];

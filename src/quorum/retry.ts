@@ -1,6 +1,7 @@
 // The retry loop of an acquisition: attempt, and after each failure wait retryDelay ± retryJitter.
 import { LockAcquisitionError, type AttemptTally } from "../errors.ts";
 import type { RetryPolicy } from "../options.ts";
+import type { AcquireHooks } from "../events/acquire.ts";
 import type { Clock } from "../support/clock.ts";
 import { randomUnit } from "../support/random.ts";
 
@@ -25,6 +26,7 @@ export async function retrying<T>(
   policy: RetryPolicy,
   attempt: (n: number) => Promise<Attempt<T>>,
   what: "lock" | "permit" = "lock",
+  hooks?: Pick<AcquireHooks, "retry">,
 ): Promise<T> {
   const { signal, maxWait } = policy;
   const began = clock.now();
@@ -41,6 +43,7 @@ export async function retrying<T>(
       if (policy.retryCount !== -1 && n > policy.retryCount) break;
       const delay = Math.max(0, policy.retryDelay + (2 * randomUnit() - 1) * policy.retryJitter);
       if (maxWait !== undefined && clock.now() + delay - began > maxWait) break;
+      hooks?.retry(outcome.failed, delay);
       await clock.sleep(delay, signal);
     }
   } finally {

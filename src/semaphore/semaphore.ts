@@ -2,6 +2,7 @@
 import { checkResources, checkRetryPolicy, checkTtl, checkUsing } from "../check.ts";
 import { InvalidArgumentError } from "../errors.ts";
 import { inspectSlots, type SemaphoreInspection } from "../lock/inspect.ts";
+import { type AcquireHooks, reportAcquire } from "../events/acquire.ts";
 import { holdWhile } from "../lock/keeper.ts";
 import type { Lifecycle } from "../lock/lifecycle.ts";
 import { Lock, type LockState } from "../lock/lock.ts";
@@ -104,11 +105,9 @@ export class Semaphore {
     const policy = checkRetryPolicy(options, rounds.options);
     if (options.fencing) throw new InvalidArgumentError("options.fencing", "is not available for semaphore permits");
     let slot = Math.floor(randomUnit() * this.limit);
-    return retrying(
-      rounds.clock,
-      [this.key],
-      policy,
-      async (attempt): Promise<Attempt<Permit>> => {
+    const attempt =
+      (hooks: AcquireHooks | undefined) =>
+      async (n: number): Promise<Attempt<Permit>> => {
         const tried = new Set<number>();
         const cleanups: Promise<void>[] = [];
         for (;;) {
@@ -121,22 +120,24 @@ export class Semaphore {
             policy.signal,
           );
           if (rounds.holds(grant.round, ttl, grant.start)) {
-            const permit = new Permit(this.key, take, grant.value, attempt, {
-              ...lifecycle.held(grant, ttl),
+            hooks?.won(grant.round);
+            const permit = new Permit(this.key, take, grant.value, n, {
+              ...lifecycle.held(grant, ttl, "permit"),
               keys: [this.#slots[take]],
             });
             // The earlier tries' slots are released too.
             return { held: permit, cleanup: Promise.all(cleanups).then(() => undefined) };
           }
-          const failure = lifecycle.failed(attempt, grant.round, grant, ttl, [this.#slots[take]]);
+          const failure = lifecycle.failed(n, grant.round, grant, ttl, [this.#slots[take]]);
           cleanups.push(failure.cleanup);
           const next = freeSlot(grant.round, this.limit, rounds.quorum, tried);
           slot = next.slot;
           if (!next.onQuorum || policy.signal?.aborted)
             return { failed: failure.failed, cleanup: Promise.all(cleanups).then(() => undefined) };
         }
-      },
-      "permit",
+      };
+    return reportAcquire(lifecycle.emit, "permit", [this.key], rounds.clock, (hooks) =>
+      retrying(rounds.clock, [this.key], policy, attempt(hooks), "permit", hooks),
     );
   }
 
