@@ -187,8 +187,8 @@ afterAll(async () => {
 
 describe("the packed tarball", () => {
   it("holds the built package and what a user needs, nothing else", () => {
-    expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "README.md", "LICENSE", "CHANGELOG.md", "dist/src/index.js", "dist/src/index.d.ts", "dist/src/hono/index.js", "dist/src/hono/index.d.ts", "dist/src/scripts/index.js", "dist/src/doctor/index.js", "dist/cli/main.js"]));
-    const unexpected = packedFiles.filter((f) => !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/src\/([\w-]+\/)?[\w-]+\.(js|d\.ts)|dist\/cli\/[\w-]+\.js)$/.test(f));
+    expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "README.md", "LICENSE", "CHANGELOG.md", "dist/src/index.js", "dist/src/index.d.ts", "dist/src/hono/index.js", "dist/src/hono/index.d.ts", "dist/src/scripts/index.js", "dist/src/doctor/index.js", "dist/cli/main.js", "dist/src/testing/index.js", "dist/src/testing/index.d.ts", "dist/src/testing/memory.js", "dist/src/testing/memory.d.ts", "dist/dev/bridge.js", "dist/dev/cluster.js", "dist/dev/redis-server.js"]));
+    const unexpected = packedFiles.filter((f) => !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/src\/([\w-]+\/)?[\w-]+\.(js|d\.ts)|dist\/cli\/[\w-]+\.js|dist\/dev\/[\w-]+\.js)$/.test(f));
     expect(unexpected).toEqual([]);
   });
 });
