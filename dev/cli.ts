@@ -6,7 +6,8 @@ import { envNames } from "../src/node/env.ts";
 import { writeDevVars } from "../cli/dev-vars.ts";
 
 const nodes = Number(process.argv.find((arg) => arg.startsWith("--nodes="))?.split("=")[1] ?? 5);
-const cluster = await startCluster({ nodes, tcpProxy: process.argv.includes("--tcp-proxy") });
+const binary = process.argv.find((arg) => arg.startsWith("--binary="))?.slice("--binary=".length);
+const cluster = await startCluster({ nodes, tcpProxy: process.argv.includes("--tcp-proxy"), binary });
 const out = process.argv.find((arg) => arg.startsWith("--out="))?.slice("--out=".length);
 if (out) {
   const vars = cluster.nodes.flatMap((node, i) => [

@@ -24,6 +24,7 @@ export function resolveOptions(options: RedlockOptions | undefined, where = "opt
   checkNumber(`${where}.driftFactor`, o.driftFactor, { min: 0, below: 1 });
   checkNumber(`${where}.nodeTimeout`, o.nodeTimeout, { min: 1, max: MAX_TTL, integer: true });
   if (typeof o.batching !== "boolean") throw new InvalidArgumentError(`${where}.batching`, "must be a boolean");
+  if (typeof o.warnings !== "boolean") throw new InvalidArgumentError(`${where}.warnings`, "must be a boolean");
   const clock = o.clock as Partial<Clock> | null;
   if (!clock || ["now", "epoch", "sleep", "timeout"].some((m) => typeof clock[m as keyof Clock] !== "function")) {
     throw new InvalidArgumentError(`${where}.clock`, "must have now, epoch, sleep and timeout functions");

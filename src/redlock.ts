@@ -1,6 +1,12 @@
 // The Redlock algorithm: acquire on a quorum within validity, release everywhere, retry at random.
 import { checkResources, checkRetryPolicy, checkTtl, checkUsing, resolveOptions } from "./check.ts";
-import { InvalidArgumentError, type LockExtensionError, type MaxHoldError } from "./errors.ts";
+import {
+  InvalidArgumentError,
+  LockAcquisitionError,
+  nameNodes,
+  type LockExtensionError,
+  type MaxHoldError,
+} from "./errors.ts";
 import { fenceKey, maxFence } from "./fencing/tokens.ts";
 import { inspectResources, type Inspection } from "./lock/inspect.ts";
 import { holdWhile } from "./lock/keeper.ts";
@@ -44,7 +50,7 @@ export class Redlock {
    */
   constructor(nodes: readonly NodeInput[], options?: RedlockOptions) {
     const resolved = Object.freeze(resolveOptions(options));
-    const { built, secrets } = toNodes(nodes, resolved.batching);
+    const { built, secrets } = toNodes(nodes, resolved.batching, resolved.warnings);
     this.#rounds = new Rounds(Object.freeze(built), resolved, Object.freeze(secrets));
     this.#lifecycle = new Lifecycle(this.#rounds);
   }
@@ -101,6 +107,7 @@ export class Redlock {
     const roundKeys = fencing ? [...keys, ...keys.map(fenceKey)] : keys;
     const rounds = this.#rounds;
     const lifecycle = this.#lifecycle;
+    const began = rounds.clock.now();
     return retrying(rounds.clock, keys, policy, async (attempt) => {
       const grant = await rounds.grant(
         fencing ? FENCED_ACQUIRE : ACQUIRE,
@@ -123,6 +130,13 @@ export class Redlock {
       if (rounds.holds(round, ttl, grant.start))
         return { held: new Lock(keys, grant.value, attempt, fence, lifecycle.held(grant, ttl)) };
       return lifecycle.failed(attempt, round, grant, ttl, keys);
+    }).catch((error: unknown) => {
+      if (!(error instanceof LockAcquisitionError)) throw error;
+      throw nameNodes(
+        error,
+        rounds.nodes.map((node) => node.label),
+        rounds.clock.now() - began,
+      );
     });
   }
 

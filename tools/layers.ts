@@ -66,7 +66,8 @@ const MAY_IMPORT: Record<string, string[]> = {
  * redis-server control from dev/ (Node-side, shipped as dist/dev/), at run time only.
  */
 const OUTSIDE: Record<string, (target: string) => boolean> = {
-  "testing/local-nodes.ts": (target) => target === "../dev/cluster.ts" || target === "../dev/redis-server.ts",
+  "testing/local-nodes.ts": (target) =>
+    ["../dev/cluster.ts", "../dev/cluster-process.ts", "../dev/redis-server.ts"].includes(target),
 };
 
 /** Imports of another group that must be `import type` (quorum/ knows the shape of a script, never its Lua). */

@@ -81,16 +81,26 @@ export async function startLocalNodes(options: StartLocalNodesOptions = {}): Pro
   if (!Number.isInteger(count) || count < 1 || count > 32)
     throw new RangeError("startLocalNodes: nodes must be an integer from 1 to 32");
   let dev: typeof import("../../dev/cluster.ts");
+  let child: typeof import("../../dev/cluster-process.ts");
   let redis: typeof import("../../dev/redis-server.ts");
   try {
-    [dev, redis] = await Promise.all([import("../../dev/cluster.ts"), import("../../dev/redis-server.ts")]);
+    [dev, child, redis] = await Promise.all([
+      import("../../dev/cluster.ts"),
+      import("../../dev/cluster-process.ts"),
+      import("../../dev/redis-server.ts"),
+    ]);
   } catch (error) {
     if (/ioredis/.test(String((error as Error)?.message))) throw missingIoredis(error);
     throw error;
   }
   const binary = redis.findRedisServer(options.redisServer);
   if (!binary) throw missingRedisServer(options.redisServer);
-  const cluster = await dev.startCluster({ nodes: count, binary });
+  // On Node, the bridges run in a child process: a bundler or test runner that transforms this module (the
+  // Workers test plugin's globalSetup) never touches ioredis. Bun and Deno run them in-process.
+  const onNode = !("Bun" in globalThis) && !("Deno" in globalThis);
+  const cluster = onNode
+    ? await child.spawnCluster({ nodes: count, binary })
+    : await dev.startCluster({ nodes: count, binary });
   const nodes = cluster.nodes.map(({ url, token, adminUrl, redisUrl }) => ({ url, token, adminUrl, redisUrl }));
   const env = Object.fromEntries(
     nodes.flatMap((node, i) => [
