@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `edge-redlock` command: `edge-redlock doctor [options]`.
+// The `edge-redlock` command: `edge-redlock doctor [options]`, `edge-redlock dev [options]`.
 import { readFileSync } from "node:fs";
 import { DOCTOR_HELP, EXIT, doctor } from "./doctor.ts";
 
@@ -7,6 +7,7 @@ const HELP = `Usage: edge-redlock <command> [options]
 
 Commands:
   doctor      check the configured databases (run "edge-redlock doctor --help")
+  dev         run local nodes and write their variables to .dev.vars (run "edge-redlock dev --help")
 
 Options:
   -h, --help      show this help
@@ -22,6 +23,10 @@ const io = {
 
 if (command === "doctor") {
   process.exitCode = await doctor(rest, io);
+} else if (command === "dev") {
+  // Loaded only here: it starts processes and needs ioredis, which `doctor` does not.
+  const { dev } = await import("./dev.ts");
+  process.exit(await dev(rest, io)); // the nodes are stopped: nothing else is left to finish
 } else if (command === "-v" || command === "--version") {
   io.out(`${version()}\n`);
 } else if (command === undefined || command === "-h" || command === "--help") {

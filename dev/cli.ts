@@ -1,11 +1,22 @@
-// `npm run -s cluster`: start the local cluster, print it (JSON, or with --env as KEY=VALUE lines), run until Ctrl-C.
-// Only the nodes go to stdout, so `npm run -s cluster > nodes.json` (or `-- --env > .tmp/local.env`) is clean.
+// `npm run -s cluster`: start the local cluster, print it (JSON, or with --env as KEY=VALUE lines), run until Ctrl-C
+// or SIGTERM. Only the nodes go to stdout, so `npm run -s cluster > nodes.json` is clean; `-- --out .tmp/local.env`
+// writes the variables to a file with mode 0600 (a shell redirect would leave the tokens world-readable).
 import { startCluster } from "./cluster.ts";
 import { envNames } from "../src/node/env.ts";
+import { writeDevVars } from "../cli/dev-vars.ts";
 
 const nodes = Number(process.argv.find((arg) => arg.startsWith("--nodes="))?.split("=")[1] ?? 5);
-const cluster = await startCluster({ nodes, tcpProxy: process.argv.includes("--tcp-proxy") });
-if (process.argv.includes("--env")) {
+const binary = process.argv.find((arg) => arg.startsWith("--binary="))?.slice("--binary=".length);
+const cluster = await startCluster({ nodes, tcpProxy: process.argv.includes("--tcp-proxy"), binary });
+const out = process.argv.find((arg) => arg.startsWith("--out="))?.slice("--out=".length);
+if (out) {
+  const vars = cluster.nodes.flatMap((node, i) => [
+    [envNames(i + 1).url, node.url],
+    [envNames(i + 1).token, node.token],
+  ]);
+  writeDevVars(out, Object.fromEntries(vars));
+  process.stderr.write(`variables written to ${out} (mode 600)\n`);
+} else if (process.argv.includes("--env")) {
   const lines = cluster.nodes.flatMap((node, i) => [
     `# node ${i + 1}: admin API ${node.adminUrl}`,
     `${envNames(i + 1).url}=${node.url}`,
@@ -26,3 +37,10 @@ const stop = async () => {
 };
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
+process.on("SIGHUP", stop);
+// A SIGTERM to `npm run cluster` ends npm (and its shell) without reaching this process, which is then
+// re-parented: notice that and stop, so no redis-server outlives the command.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) void stop();
+}, 500).unref();

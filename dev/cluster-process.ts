@@ -16,9 +16,18 @@ export interface ClusterProcess {
  * const cluster = await spawnCluster({ nodes: 5, tcpProxy: true });
  * await cluster.stop();
  */
-export async function spawnCluster(options: { nodes?: number; tcpProxy?: boolean } = {}): Promise<ClusterProcess> {
-  const cli = fileURLToPath(new URL("./cli.ts", import.meta.url));
-  const args = [cli, `--nodes=${options.nodes ?? 5}`, ...(options.tcpProxy ? ["--tcp-proxy"] : [])];
+export async function spawnCluster(
+  options: { nodes?: number; tcpProxy?: boolean; binary?: string } = {},
+): Promise<ClusterProcess> {
+  // From source dev/cli.ts; built into the package (dist/dev) it is cli.js.
+  const source = import.meta.url.endsWith(".ts");
+  const cli = fileURLToPath(new URL(source ? "./cli.ts" : "./cli.js", import.meta.url));
+  const args = [
+    cli,
+    `--nodes=${options.nodes ?? 5}`,
+    ...(options.tcpProxy ? ["--tcp-proxy"] : []),
+    ...(options.binary ? [`--binary=${options.binary}`] : []),
+  ];
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
   let err = "";
   child.stderr.on("data", (chunk) => (err += String(chunk)));

@@ -33,6 +33,8 @@ export interface ClusterOptions {
   nodes?: number;
   /** Bearer token for every bridge (default: random). */
   token?: string;
+  /** The redis-server binary (default: found on PATH, or installed with apt-get when root). */
+  binary?: string;
   /** Also put a fault-injecting TCP proxy in front of each redis-server (for TCP clients in benchmarks). */
   tcpProxy?: boolean;
 }
@@ -50,7 +52,7 @@ let exitHookInstalled = false;
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
   const count = options.nodes ?? 5;
   const token = options.token ?? randomBytes(18).toString("base64url");
-  const binary = ensureRedisServer();
+  const binary = options.binary ?? ensureRedisServer();
   installExitHook();
 
   const servers: RedisProcess[] = [];

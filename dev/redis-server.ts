@@ -15,7 +15,7 @@ export function ensureRedisServer(): string {
   if (!isRoot || !hasApt) {
     throw new Error(
       "redis-server is not installed. Install it with `sudo apt-get update && sudo apt-get install -y redis-server` " +
-        "(Debian/Ubuntu) or `brew install redis` (macOS), then run this again.",
+        "(Debian/Ubuntu; on Windows the same inside WSL) or `brew install redis` (macOS), then run this again.",
     );
   }
   process.stderr.write("redis-server is missing: installing it with apt-get ...\n");
@@ -29,7 +29,9 @@ export function ensureRedisServer(): string {
   return installed;
 }
 
-function findRedisServer(): string | undefined {
+/** The redis-server binary at `path` if given and there, else on PATH or in the usual places, if any. */
+export function findRedisServer(path?: string): string | undefined {
+  if (path !== undefined) return existsSync(path) ? path : undefined;
   const dirs = [...(process.env.PATH ?? "").split(":").filter(Boolean), ...SEARCH_PATH];
   for (const dir of dirs) {
     const candidate = `${dir}/redis-server`;

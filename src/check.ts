@@ -27,6 +27,7 @@ export function resolveOptions(options: RedlockOptions | undefined, where = "opt
   if (o.onEvent !== undefined && typeof o.onEvent !== "function") {
     throw new InvalidArgumentError(`${where}.onEvent`, "must be a function");
   }
+  if (typeof o.warnings !== "boolean") throw new InvalidArgumentError(`${where}.warnings`, "must be a boolean");
   const clock = o.clock as Partial<Clock> | null;
   if (!clock || ["now", "epoch", "sleep", "timeout"].some((m) => typeof clock[m as keyof Clock] !== "function")) {
     throw new InvalidArgumentError(`${where}.clock`, "must have now, epoch, sleep and timeout functions");
@@ -61,6 +62,9 @@ export function checkRetry(o: Pick<ResolvedOptions, "retryCount" | "retryDelay" 
  * Resources: a non-empty string or a non-empty (dense) array of distinct non-empty strings, none in the reserved
  * namespace.
  */
+/** The longest resource name in UTF-8 bytes: Upstash's 32 KB key limit, less room for the fence key's prefix. */
+export const MAX_RESOURCE_BYTES = 32 * 1024 - 64;
+
 export function checkResources(resources: unknown): string[] {
   const list = typeof resources === "string" ? [resources] : resources;
   if (!Array.isArray(list) || list.length === 0)
@@ -69,6 +73,12 @@ export function checkResources(resources: unknown): string[] {
     const key: unknown = list[i];
     if (!(i in list) || typeof key !== "string" || key.length === 0)
       throw new InvalidArgumentError(`resources[${i}]`, "must be a non-empty string");
+    if (key.length > MAX_RESOURCE_BYTES / 3 && new TextEncoder().encode(key).length > MAX_RESOURCE_BYTES)
+      throw new InvalidArgumentError(
+        `resources[${i}]`,
+        `must be at most ${MAX_RESOURCE_BYTES} bytes in UTF-8 (Upstash refuses keys over 32 KB; ` +
+          "room is left for the library's fence key)",
+      );
     if (key.startsWith(RESERVED_PREFIX))
       throw new InvalidArgumentError(
         `resources[${i}]`,

@@ -106,13 +106,11 @@ export class LockAcquisitionError extends RedlockError {
    * @param what a lock, or a semaphore's permit (the message says which)
    */
   constructor(resources: readonly string[], attempts: AttemptTally[], what: "lock" | "permit" = "lock") {
-    const last = attempts[attempts.length - 1];
-    const reason = failureReason(last);
-    const subject = what === "permit" ? "a permit of a semaphore" : `a lock on ${resources.length} resource(s)`;
-    super(`could not acquire ${subject} after ${attempts.length} attempt(s): ${describe(reason, last, what)}`);
-    this.reason = reason;
+    super(acquisitionMessage(resources, attempts, what, undefined));
+    this.reason = failureReason(attempts[attempts.length - 1]);
     this.resources = resources;
     this.attempts = attempts;
+    whats.set(this, what);
   }
 
   /** The holder's remaining time as the denying nodes of the last attempt reported it (ms), if known. */
@@ -143,12 +141,7 @@ export class LockExtensionError extends RedlockError {
    */
   constructor(resources: readonly string[], tally?: AttemptTally, reason: "lost" | "released" = "lost") {
     const why = tally ? extensionReason(tally) : reason;
-    const detail = tally
-      ? describe(why, tally)
-      : why === "released"
-        ? "it was released"
-        : "its validity ended before the extension";
-    super(`lock on ${resources.length} resource(s) lost: ${detail}`);
+    super(extensionMessage(resources, why, tally, undefined));
     this.reason = why;
     this.resources = resources;
     this.tally = tally;
@@ -170,16 +163,91 @@ export function failureReason(tally: AttemptTally): FailureReason {
   return tally.errors > nodes - quorum ? "unreachable" : "held";
 }
 
-function describe(reason: FailureReason, tally: AttemptTally, what: "lock" | "permit" = "lock"): string {
+/** What the messages call each node: the labels of the Redlock's nodes, else `node <n>` (1-based). */
+type Names = readonly string[] | undefined;
+const nameOf = (names: Names, node: number) => names?.[node] ?? `node ${node + 1}`;
+const whats = new WeakMap<LockAcquisitionError, "lock" | "permit">();
+
+/** How many resource names a message shows, and how much of each. */
+const SHOWN_RESOURCES = 3;
+const SHOWN_NAME_LENGTH = 60;
+
+/** The first few resources, each cut short: `"a", "b", "c" and 4 more`. */
+function showResources(resources: readonly string[]): string {
+  const shown = resources
+    .slice(0, SHOWN_RESOURCES)
+    .map((r) => JSON.stringify(r.length > SHOWN_NAME_LENGTH ? `${r.slice(0, SHOWN_NAME_LENGTH)}…` : r));
+  const more = resources.length - shown.length;
+  return more > 0 ? `${shown.join(", ")} and ${more} more` : shown.join(", ");
+}
+
+function acquisitionMessage(
+  resources: readonly string[],
+  attempts: AttemptTally[],
+  what: "lock" | "permit",
+  names: Names,
+  waitedMs?: number,
+): string {
+  const last = attempts[attempts.length - 1];
+  const subject =
+    what === "permit" ? `a permit of semaphore ${showResources(resources)}` : `a lock on ${showResources(resources)}`;
+  const waited = waitedMs === undefined ? "" : ` over ${Math.round(waitedMs)} ms`;
+  const detail = describe(failureReason(last), last, what, names);
+  return `could not acquire ${subject} after ${attempts.length} attempt(s)${waited}: ${detail}`;
+}
+
+function extensionMessage(
+  resources: readonly string[],
+  why: FailureReason,
+  tally: AttemptTally | undefined,
+  names: Names,
+): string {
+  const detail = tally
+    ? describe(why, tally, "lock", names)
+    : why === "released"
+      ? "it was released"
+      : "its validity ended before the extension";
+  return `lock on ${showResources(resources)} lost: ${detail}`;
+}
+
+/**
+ * @internal Names the nodes in `error`'s message by `labels` (a Redlock's nodes, in order), and says how
+ * long the acquisition waited. Returns the error.
+ * @example
+ * ```ts
+ * throw nameNodes(error, redlock.nodes.map((n) => n.label), elapsed);
+ * ```
+ */
+export function nameNodes<E extends LockAcquisitionError | LockExtensionError>(
+  error: E,
+  labels: readonly string[],
+  waitedMs?: number,
+): E {
+  if (error instanceof LockAcquisitionError) {
+    error.message = acquisitionMessage(error.resources, error.attempts, whats.get(error) ?? "lock", labels, waitedMs);
+  } else if (error.tally) {
+    error.message = extensionMessage(error.resources, error.reason, error.tally, labels);
+  }
+  return error;
+}
+
+function describe(reason: FailureReason, tally: AttemptTally, what: "lock" | "permit", names: Names): string {
   const { granted, denied, errors, votes } = tally;
-  const counts = `${granted} granted, ${denied} denied, ${errors} errors of ${votes.length} nodes`;
+  const counts = `${granted} granted, ${denied} denied, ${errors} failed of ${votes.length} nodes`;
   if (reason === "expired") return `quorum reached too late (${counts}, validity ${Math.round(tally.validityMs)} ms)`;
   if (reason === "unreachable") {
-    const causes = [...new Set(tally.votes.flatMap((v) => (v.outcome === "error" ? [v.cause] : [])))];
-    return `quorum unreachable (${counts}; ${causes.join("; ")})`;
+    const failed = votes.flatMap((v) => (v.outcome === "error" ? [`${nameOf(names, v.node)}: ${v.cause}`] : []));
+    const unanswered = votes.filter((v) => v.outcome === "unanswered").length;
+    const rest = unanswered > 0 ? `; ${unanswered} not waited for` : "";
+    return (
+      `quorum impossible after ${errors} of ${votes.length} nodes failed ` +
+      `(a quorum is ${quorumOf(votes.length)}; ${granted} granted, ${denied} denied): ${failed.join("; ")}${rest}`
+    );
   }
   if (reason === "lost") return `its keys are gone from the nodes (${counts})`;
-  return what === "permit" ? `every permit is held (${counts})` : `held by another holder (${counts})`;
+  const pttl = holderPttl(tally);
+  const frees = pttl === undefined ? "" : `, free in about ${pttl} ms`;
+  return what === "permit" ? `every permit is held${frees} (${counts})` : `held by another holder${frees} (${counts})`;
 }
 
 function holderPttl(tally: AttemptTally | undefined): number | undefined {

@@ -29,6 +29,12 @@ export interface RedlockOptions {
    * as one pipeline request. Default true. Applies to the clients built from `{ url, token }`.
    */
   batching?: boolean;
+  /**
+   * Report a node that fails while the lock still works (a quorum answered): `console.warn` once per node
+   * per minute, naming the node and the cause, never a token or a lock value. Default true. Applies to the
+   * nodes built from `{ url, token }` and `Redis` instances.
+   */
+  warnings?: boolean;
   /** Time source; replace only in tests (see {@link Clock}). */
   clock?: Clock;
   /**
@@ -97,6 +103,7 @@ export const DEFAULTS: Readonly<Omit<ResolvedOptions, "clock" | "onEvent">> = Ob
   driftFactor: 0.01,
   nodeTimeout: 500,
   batching: true,
+  warnings: true,
 });
 
 /** The longest ttl accepted (2^31 − 1 ms, the largest timer delay runtimes support). */

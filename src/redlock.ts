@@ -1,6 +1,12 @@
 // The Redlock algorithm: acquire on a quorum within validity, release everywhere, retry at random.
 import { checkResources, checkRetryPolicy, checkTtl, checkUsing, resolveOptions } from "./check.ts";
-import { InvalidArgumentError, type LockExtensionError, type MaxHoldError } from "./errors.ts";
+import {
+  InvalidArgumentError,
+  LockAcquisitionError,
+  nameNodes,
+  type LockExtensionError,
+  type MaxHoldError,
+} from "./errors.ts";
 import { type AcquireHooks, reportAcquire } from "./events/acquire.ts";
 import { fenceKey, maxFence } from "./fencing/tokens.ts";
 import { inspectResources, type Inspection } from "./lock/inspect.ts";
@@ -45,7 +51,7 @@ export class Redlock {
    */
   constructor(nodes: readonly NodeInput[], options?: RedlockOptions) {
     const resolved = Object.freeze(resolveOptions(options));
-    const { built, secrets } = toNodes(nodes, resolved.batching);
+    const { built, secrets } = toNodes(nodes, resolved.batching, resolved.warnings);
     this.#rounds = new Rounds(Object.freeze(built), resolved, Object.freeze(secrets));
     this.#lifecycle = new Lifecycle(this.#rounds);
   }
@@ -128,8 +134,12 @@ export class Redlock {
         hooks?.won(round);
         return { held: new Lock(keys, grant.value, n, fence, lifecycle.held(grant, ttl)) };
       };
+    const began = rounds.clock.now();
+    const labels = rounds.nodes.map((node) => node.label);
     return reportAcquire(lifecycle.emit, "lock", keys, rounds.clock, (hooks) =>
-      retrying(rounds.clock, keys, policy, attempt(hooks), "lock", hooks),
+      retrying(rounds.clock, keys, policy, attempt(hooks), "lock", hooks).catch((error: unknown) => {
+        throw error instanceof LockAcquisitionError ? nameNodes(error, labels, rounds.clock.now() - began) : error;
+      }),
     );
   }
 

@@ -11,11 +11,15 @@ const work = join(root, ".tmp", "doc-lint");
 rmSync(work, { recursive: true, force: true });
 mkdirSync(work, { recursive: true });
 cpSync(join(root, "src"), join(work, "src"), { recursive: true });
+cpSync(join(root, "dev"), join(work, "dev"), { recursive: true });
 type JsrConfig = { exports: Record<string, string>; imports: Record<string, string> };
 const jsr = JSON.parse(readFileSync(join(root, "jsr.json"), "utf8")) as JsrConfig;
-writeFileSync(join(work, "deno.json"), JSON.stringify({ imports: jsr.imports }));
+// The npm package's Node-side entry (./testing) is not on JSR; it is held to the same documentation rules.
+const NPM_ONLY = { "./testing": "./src/testing/index.ts" };
+const imports = { ...jsr.imports, ioredis: "npm:ioredis@^5.4.0" };
+writeFileSync(join(work, "deno.json"), JSON.stringify({ imports }));
 
-const entries = Object.values(jsr.exports);
+const entries = [...Object.values(jsr.exports), ...Object.values(NPM_ONLY)];
 let output: string;
 try {
   output = execFileSync(join(root, "node_modules", ".bin", "deno"), ["doc", "--lint", ...entries], {

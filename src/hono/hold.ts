@@ -1,8 +1,8 @@
 // What the Hono middlewares share: which Redlock to use, and holding a lock (or a permit) through the
 // handler and its response body, released at the end (through waitUntil on Workers).
 import type { Context, Env } from "hono";
-import { env as runtimeEnv } from "hono/adapter";
 import { watchBody, type WatchOptions } from "./body.ts";
+import { variablesOf } from "./config.ts";
 import { checkDuration, checkTtl } from "../check.ts";
 import { InvalidArgumentError, ResponseAbandonedError } from "../errors.ts";
 import { keepLock } from "../lock/keeper.ts";
@@ -17,7 +17,7 @@ export type RedlockChoice<E extends Env> = Redlock | ((c: Context<E>) => Redlock
 
 const DEFAULT_LOST_HEADER = "Lock-Lost";
 const fromEnvCache = new Map<string, Redlock>();
-let reportedMissing = false;
+const reportedMissing = new Set<string>();
 
 /** The options both middlewares check when the route is defined (not on the first request). */
 export function checkHoldOptions(options: {
@@ -51,13 +51,16 @@ export function checkHoldOptions(options: {
 
 /**
  * The Redlock for this request: the given one, the factory's, or one built once per isolate by
- * `Redlock.fromEnv` from the runtime's environment. Missing configuration answers 500 (logged once).
+ * `Redlock.fromEnv` from `c.env` when it holds the variables (any runtime), else from the runtime's
+ * environment. Missing configuration answers 500 naming the variables and the source read (logged once).
  */
 export function pickRedlock<E extends Env>(c: Context<E>, given: RedlockChoice<E> | undefined): Redlock | Response {
+  let vars: Record<string, unknown> = {};
+  let source = "the redlock option's factory";
   try {
     if (given instanceof Redlock) return given;
     if (typeof given === "function") return given(c);
-    const vars = (runtimeEnv(c as Context) ?? {}) as Record<string, unknown>;
+    ({ vars, source } = variablesOf(c as Context));
     const id = Object.keys(vars)
       .filter((name) => name.startsWith("UPSTASH_REDIS_REST_"))
       .sort()
@@ -71,9 +74,10 @@ export function pickRedlock<E extends Env>(c: Context<E>, given: RedlockChoice<E
     return cached;
   } catch (error) {
     if (!(error instanceof MissingConfigurationError)) throw error;
-    if (!reportedMissing) console.error(`edge-redlock: ${error.message}`);
-    reportedMissing = true;
-    return c.json({ error: "lock not configured", missing: error.missing }, 500);
+    const line = `edge-redlock: ${error.message} (read from ${source})`;
+    if (!reportedMissing.has(line) && reportedMissing.size < 32) console.error(line);
+    reportedMissing.add(line);
+    return c.json({ error: "lock not configured", missing: error.missing, source }, 500);
   }
 }
 

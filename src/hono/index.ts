@@ -1,7 +1,7 @@
 // Hono middlewares: hold a Redlock lock, or a semaphore permit, while the route's handler runs.
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
-import { InvalidArgumentError, LockAcquisitionError, type FailureReason } from "../errors.ts";
+import { InvalidArgumentError, LockAcquisitionError, nameNodes, type FailureReason } from "../errors.ts";
 import type { Lock } from "../lock/lock.ts";
 import { MAX_PERMITS, type Permit } from "../semaphore/semaphore.ts";
 import { checkHoldOptions, holdThrough, pickRedlock, retryAfterSeconds, type RedlockChoice } from "./hold.ts";
@@ -240,6 +240,10 @@ export const semaphore = <E extends Env = Env>(
       permit = await timedAcquire(c, options.serverTiming, locker.options.clock, () => semaphore.acquire(ttl, how));
     } catch (error) {
       if (!(error instanceof LockAcquisitionError)) throw error;
+      nameNodes(
+        error,
+        locker.nodes.map((node) => node.label),
+      ); // the semaphore's message numbers them
       if (error.reason !== "held") return unavailable(ctx, options, [name], error);
       const info = { key: name, limit, retryAfterMs: error.retryAfterMs, error };
       if (options.onFull) return options.onFull(ctx, info);
@@ -280,7 +284,20 @@ function unavailable<E extends Env>(
   error: LockAcquisitionError,
 ): Response | Promise<Response> {
   const info = { resources, reason: error.reason, error };
-  return options.onUnavailable
-    ? options.onUnavailable(c, info)
-    : c.json({ error: "lock unavailable", reason: error.reason }, 503);
+  if (options.onUnavailable) return options.onUnavailable(c, info);
+  reportUnavailable(error);
+  c.header("Retry-After", String(UNAVAILABLE_RETRY_AFTER_S));
+  return c.json({ error: "lock unavailable", reason: error.reason }, 503);
+}
+
+/** What a 503 tells the client: try again in a second (nodes down rarely come back sooner). */
+const UNAVAILABLE_RETRY_AFTER_S = 1;
+const reportedUnavailable = new Set<string>();
+
+/** Logs why the middleware answered 503, once per distinct cause (the message holds no token or lock value). */
+function reportUnavailable(error: LockAcquisitionError): void {
+  const cause = error.message.replace(/after \d+ attempt\(s\)/, "").replace(/\d+(?:\.\d+)? ?ms/g, "N ms");
+  if (reportedUnavailable.has(cause) || reportedUnavailable.size >= 32) return;
+  reportedUnavailable.add(cause);
+  console.error(`edge-redlock: answering 503 (logged once per cause): ${error.message}`);
 }

@@ -1,7 +1,7 @@
 // The lifecycle of a held lock (or permit): made from a won grant, extended, released; and the undoing
 // of a failed attempt. Whatever can still land after the caller thinks it is done is handled here:
 // acquire replies still out at release time, and the requests a failed attempt may have set keys with.
-import { LockExtensionError, type AttemptTally } from "../errors.ts";
+import { LockExtensionError, nameNodes, type AttemptTally } from "../errors.ts";
 import type { Round } from "../quorum/fan-out.ts";
 import type { Grant, Rounds } from "../quorum/rounds.ts";
 import { EXTEND, RELEASE } from "../scripts/lock.ts";
@@ -132,7 +132,10 @@ export class Lifecycle {
     if (state.released) throw new LockExtensionError(lock.resources, undefined, "released");
     const validity = rounds.validity(ttl, start);
     if (round.granted < rounds.quorum || validity <= 0)
-      throw new LockExtensionError(lock.resources, rounds.tally(1, round, start, validity));
+      throw nameNodes(
+        new LockExtensionError(lock.resources, rounds.tally(1, round, start, validity)),
+        rounds.nodes.map((node) => node.label),
+      );
     state.deadline = start + ttl - rounds.drift(ttl);
     state.expiresAt = rounds.clock.epoch() + validity;
     return lock;

@@ -65,7 +65,7 @@ export function nodesFromEnv(env: object, options: EnvOptions = {}): NodeConfig[
     const token = vars[names.token];
     if (typeof url !== "string" || url === "") missing.push(names.url);
     if (typeof token !== "string" || token === "") missing.push(names.token);
-    nodes.push({ url: url as string, token: token as string });
+    nodes.push({ url: url as string, token: token as string, label: names.url });
   }
   if (missing.length > 0) throw new MissingConfigurationError(missing);
   return nodes;

@@ -3,6 +3,7 @@ import { checkToken, checkUrl } from "../check.ts";
 import { InvalidArgumentError } from "../errors.ts";
 import type { NodeConfig, RedlockNode, ScriptClient } from "./node.ts";
 import { upstashNode } from "./upstash.ts";
+import { warnOnFailure } from "./warn.ts";
 
 /** One database: `{ url, token }`, an `@upstash/redis` `Redis` instance, or a custom {@link RedlockNode}. */
 export type NodeInput = NodeConfig | ScriptClient | RedlockNode;
@@ -15,7 +16,11 @@ export type NodeInput = NodeConfig | ScriptClient | RedlockNode;
  * const { built, secrets } = toNodes([{ url, token }], true);
  * ```
  */
-export function toNodes(nodes: readonly NodeInput[], batching: boolean): { built: RedlockNode[]; secrets: string[] } {
+export function toNodes(
+  nodes: readonly NodeInput[],
+  batching: boolean,
+  warnings = false,
+): { built: RedlockNode[]; secrets: string[] } {
   if (!Array.isArray(nodes) || nodes.length === 0)
     throw new InvalidArgumentError("nodes", "must hold at least one node");
   const identities = new Set<string>();
@@ -25,14 +30,21 @@ export function toNodes(nodes: readonly NodeInput[], batching: boolean): { built
     if (typeof node !== "object" || node === null)
       throw new InvalidArgumentError(`nodes[${i}]`, "must be { url, token }, a Redis instance or a RedlockNode");
     if (typeof (node as RedlockNode).run === "function") return node as RedlockNode;
-    if (typeof (node as ScriptClient).evalsha === "function") return upstashNode(node as ScriptClient, `node${i}`);
+    const warned = (built: RedlockNode) => (warnings ? warnOnFailure(built, secrets) : built);
+    if (typeof (node as ScriptClient).evalsha === "function")
+      return warned(upstashNode(node as ScriptClient, `node ${i + 1}`));
     const identity = checkUrl((node as NodeConfig).url, `nodes[${i}].url`);
     const token = checkToken((node as NodeConfig).token, `nodes[${i}].token`);
     if (identities.has(identity))
       throw new InvalidArgumentError(`nodes[${i}].url`, "repeats another node: the databases must be independent");
     identities.add(identity);
     secrets.push(token);
-    return upstashNode({ url: (node as NodeConfig).url, token }, { batching });
+    const { url, label } = node as NodeConfig;
+    if (label !== undefined && (typeof label !== "string" || label === ""))
+      throw new InvalidArgumentError(`nodes[${i}].label`, "must be a non-empty string");
+    return warned(
+      upstashNode({ url, token }, { batching, label: `${label ?? `node ${i + 1}`} (${new URL(url).host})` }),
+    );
   });
   return { built, secrets };
 }

@@ -35,6 +35,11 @@ export interface NodeConfig {
   url: string;
   /** The database's REST token: a secret, never logged. */
   token: string;
+  /**
+   * A name for messages and tallies (default `node <n>`, 1-based; `Redlock.fromEnv` names each by its
+   * variable, `UPSTASH_REDIS_REST_URL_<n>`); the host is added to it. Never a secret.
+   */
+  label?: string;
 }
 
 /**

@@ -1,10 +1,11 @@
 // What a node's answer means to the lock: a vote, or a secret-free reason why there is none, and when
 // the request behind it can no longer land.
-import { clip, errorText, redact } from "../support/redact.ts";
+import { clip, redact } from "../support/redact.ts";
 import type { Script } from "../scripts/script.ts";
 import type { Vote } from "../scripts/vote.ts";
 import { Abandoned } from "./batch.ts";
 import type { RedlockNode } from "./node.ts";
+import { failureText } from "./warn.ts";
 
 /**
  * Runs a script on a node as {@link runScript} does (same arguments) and maps the outcome to a vote.
@@ -74,7 +75,7 @@ function describeFailure(error: unknown, signal: AbortSignal, secrets: string[])
     return reason?.name === "TimeoutError" ? "timeout" : "aborted";
   }
   const name = (error as { name?: string } | undefined)?.name ?? "Error";
-  let text = name === "UpstashJSONParseError" ? "unparsable reply" : errorText(error);
+  let text = name === "UpstashJSONParseError" ? "unparsable reply" : failureText(error);
   if (text === "Request did not return a result") return "reply without result";
   text = clip(redact(text, secrets));
   return name === "TypeError" ? `network: ${text}` : text;

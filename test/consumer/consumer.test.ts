@@ -187,8 +187,8 @@ afterAll(async () => {
 
 describe("the packed tarball", () => {
   it("holds the built package and what a user needs, nothing else", () => {
-    expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "README.md", "LICENSE", "CHANGELOG.md", "dist/src/index.js", "dist/src/index.d.ts", "dist/src/hono/index.js", "dist/src/hono/index.d.ts", "dist/src/scripts/index.js", "dist/src/doctor/index.js", "dist/cli/main.js"]));
-    const unexpected = packedFiles.filter((f) => !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/src\/([\w-]+\/)?[\w-]+\.(js|d\.ts)|dist\/cli\/[\w-]+\.js)$/.test(f));
+    expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "README.md", "LICENSE", "CHANGELOG.md", "dist/src/index.js", "dist/src/index.d.ts", "dist/src/hono/index.js", "dist/src/hono/index.d.ts", "dist/src/scripts/index.js", "dist/src/doctor/index.js", "dist/cli/main.js", "dist/src/testing/index.js", "dist/src/testing/index.d.ts", "dist/src/testing/memory.js", "dist/src/testing/memory.d.ts", "dist/dev/bridge.js", "dist/dev/cluster.js", "dist/dev/redis-server.js"]));
+    const unexpected = packedFiles.filter((f) => !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/src\/([\w-]+\/)?[\w-]+\.(js|d\.ts)|dist\/cli\/[\w-]+\.js|dist\/dev\/[\w-]+\.js)$/.test(f));
     expect(unexpected).toEqual([]);
   });
 });
@@ -394,4 +394,47 @@ describe("the JSR package (jsr.json)", () => {
     expect(output).toContain("Success Dry run complete");
     expect(output).not.toContain("Download");
   });
+});
+
+/** The README's "Testing your app" recipes: `<!-- recipe: project/path -->` before a code block, `<!-- run: project: command -->`. */
+function readmeRecipes(): { files: Map<string, Record<string, string>>; runs: [string, string][] } {
+  const readme = readFileSync(join(repo, "README.md"), "utf8");
+  const section = readme.slice(readme.indexOf("## Testing your app"), readme.indexOf("\n## ", readme.indexOf("## Testing your app") + 5));
+  const files = new Map<string, Record<string, string>>();
+  for (const [, project, path, text] of section.matchAll(/<!-- recipe: ([\w-]+)\/(\S+) -->\n```\w*\n([\s\S]*?)\n```/g)) {
+    files.set(project, { ...files.get(project), [path]: `${text}\n` });
+  }
+  const runs = [...section.matchAll(/<!-- run: ([\w-]+): (.+?) -->/g)].map(([, project, command]) => [project, command] as [string, string]);
+  return { files, runs };
+}
+
+/** What each recipe's project installs (linked from this repository's node_modules), and the bins it calls. */
+const RECIPE_LINKS: Record<string, string[]> = {
+  workers: ["vitest", "@cloudflare/vitest-plugin", "wrangler", "hono", "@upstash/redis", "ioredis"],
+  "hono-node": ["vitest", "hono", "@upstash/redis", "ioredis"],
+  memory: ["vitest", "@upstash/redis"],
+  deno: ["@upstash/redis", "ioredis"],
+  bun: ["@upstash/redis", "ioredis"],
+};
+
+describe('the README\'s "Testing your app" recipes, as written', () => {
+  const { files, runs } = readmeRecipes();
+  it("covers Workers (vitest-plugin), Hono on Node, memoryNodes, Deno and Bun, each with a command", () => {
+    expect([...files.keys()].sort()).toEqual(Object.keys(RECIPE_LINKS).sort());
+    expect(runs.map(([project]) => project).sort()).toEqual(Object.keys(RECIPE_LINKS).sort());
+  });
+  for (const [name, command] of runs) {
+    it(`${name}: ${command}`, async () => {
+      const extra: Record<string, string> =
+        name === "deno"
+          ? { "deno.json": json({ nodeModulesDir: "manual" }), "package.json": json({ name: "recipe-deno", private: true, type: "module", dependencies: { "edge-redlock": "*", "@upstash/redis": "*", ioredis: "*" } }) }
+          : { "package.json": json({ name: `recipe-${name}`, private: true, type: "module" }) };
+      const dir = project(`recipe-${name}`, { ...extra, ...files.get(name) }, RECIPE_LINKS[name]);
+      mkdirSync(join(dir, "node_modules/.bin"), { recursive: true });
+      if (RECIPE_LINKS[name].includes("vitest")) symlinkSync(join(modules, "vitest/vitest.mjs"), join(dir, "node_modules/.bin/vitest"));
+      const [file, ...args] = command.split(" ");
+      const ran = await run(file, args, { cwd: dir, env: { PATH: `${join(modules, ".bin")}:${process.env.PATH}` } });
+      ok(ran, command);
+    }, 120_000);
+  }
 });

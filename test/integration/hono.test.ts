@@ -83,11 +83,41 @@ describe("redlock() middleware in Node", () => {
     expect(await down.json()).toEqual({ down: "unreachable" });
   });
 
-  it("quorum unreachable → 503, distinguishable from busy", async () => {
+  it("quorum unreachable → 503 with Retry-After, distinguishable from busy; its cause logged once, secret-free", async () => {
     await Promise.all([env.admins[0].kill(), env.admins[1].kill(), env.admins[2].kill()]);
-    const res = await createApp().request("/jobs/report/run", { method: "POST" });
-    expect(res.status).toBe(503);
-    expect(await res.json()).toEqual({ error: "lock unavailable", reason: "unreachable" });
+    const errors: unknown[][] = [];
+    const original = console.error;
+    console.error = (...args: unknown[]) => void errors.push(args);
+    try {
+      const app = createApp();
+      const res = await app.request("/jobs/report/run", { method: "POST" });
+      expect(res.status).toBe(503);
+      expect(res.headers.get("Retry-After")).toBe("1");
+      expect(await res.json()).toEqual({ error: "lock unavailable", reason: "unreachable" });
+      await app.request("/jobs/report/run", { method: "POST" });
+      const logged = errors.filter((args) => String(args[0]).includes("answering 503"));
+      expect(logged).toHaveLength(1);
+      expect(String(logged[0][0])).toMatch(/UPSTASH_REDIS_REST_URL_1 \(127\.0\.0\.1:\d+\): redis unavailable/);
+      for (const node of env.cluster.nodes) expect(String(logged[0][0])).not.toContain(node.token);
+    } finally {
+      console.error = original;
+    }
+  });
+
+  it("Hono's own test pattern on Node: app.request(path, init, env) reads the variables from env, not process.env", async () => {
+    const bindings = Object.fromEntries(env.cluster.nodes.flatMap((n, i) => [[envNames(i + 1).url, n.url], [envNames(i + 1).token, n.token]]));
+    const saved = Object.fromEntries(names.map((name) => [name, process.env[name]]));
+    for (const name of names) delete process.env[name];
+    try {
+      const app = new Hono();
+      app.post("/p", redlock("lock:env"), (c) => c.text("ok"));
+      const res = await app.request("/p", { method: "POST" }, bindings);
+      expect(res.status, await res.clone().text()).toBe(200);
+      const missing = await app.request("/p", { method: "POST" }, { OTHER: "x" });
+      expect(await missing.json()).toMatchObject({ error: "lock not configured", source: expect.stringContaining("process.env") });
+    } finally {
+      for (const name of names) process.env[name] = saved[name];
+    }
   });
 
   it("releases the lock after the handler, also when it throws", async () => {
@@ -144,9 +174,14 @@ describe("redlock() middleware in Node", () => {
       const first = await app.request("/jobs/x/run", { method: "POST" });
       const second = await app.request("/jobs/x/run", { method: "POST" });
       expect(first.status).toBe(500);
-      expect(await first.json()).toEqual({ error: "lock not configured", missing: ["UPSTASH_REDIS_REST_URL_3"] });
+      expect(await first.json()).toEqual({
+        error: "lock not configured",
+        missing: ["UPSTASH_REDIS_REST_URL_3"],
+        source: "process.env (c.env holds no UPSTASH_REDIS_REST_* variable)",
+      });
       expect(second.status).toBe(500);
       expect(errors).toHaveLength(1);
+      expect(String((errors[0] as unknown[])[0])).toContain("(read from process.env");
       expect(JSON.stringify(errors)).not.toContain(env.cluster.nodes[0].token);
     } finally {
       console.error = original;

@@ -191,3 +191,27 @@ describe("secrets through a user-supplied @upstash/redis instance, and the fenci
     }
   });
 });
+
+describe("degradation is said, without secrets", () => {
+  it("a wrong token on one node: acquire succeeds, console.warn names that node once (per minute), never a token or lock value", async () => {
+    const nodes = env.cluster.nodes.map(({ url, token }, i) => ({ url, token: i === 4 ? "wrong-token-0123456789" : token }));
+    const warned: string[] = [];
+    const original = console.warn;
+    console.warn = (...args: unknown[]) => void warned.push(args.map(String).join(" "));
+    try {
+      const redlock = new Redlock(nodes, { retryCount: 0 });
+      const first = await redlock.acquire(["warn:a"], 5_000);
+      const second = await redlock.acquire(["warn:b"], 5_000);
+      await Promise.all([first.release(), second.release()]);
+      expect(warned).toHaveLength(1);
+      expect(warned[0]).toMatch(/^edge-redlock: node 5 \(127\.0\.0\.1:\d+\) failed \(/);
+      for (const secret of [...env.cluster.nodes.map((n) => n.token), "wrong-token-0123456789", first.value, second.value])
+        expect(warned[0]).not.toContain(secret);
+      const quiet = new Redlock(nodes, { retryCount: 0, warnings: false });
+      await (await quiet.acquire(["warn:c"], 5_000)).release();
+      expect(warned).toHaveLength(1);
+    } finally {
+      console.warn = original;
+    }
+  });
+});

@@ -1,10 +1,12 @@
 // The simulator's nodes mirror the Lua scripts by hand: this runs the same operations on a real
-// redis-server (the real scripts) and on a SimNode, and requires the same replies and the same keys.
+// redis-server (the real scripts) and on a SimNode (virtual clock) and on the package's memoryNodes (real
+// clock; `edge-redlock/testing/memory`), and requires the same replies and the same keys.
 import { describe, expect, it } from "vitest";
 import type { Script } from "../../src/scripts/index.ts";
 import { ACQUIRE, EXTEND, FENCED_ACQUIRE, INSPECT, RELEASE, SEMAPHORE_ACQUIRE, withoutKeyLocking } from "../../src/scripts/index.ts";
 import { SimNode } from "../sim/sim-node.ts";
 import { VirtualClock } from "../sim/virtual-clock.ts";
+import { memoryNodes, type MemoryNode } from "../../src/testing/memory.ts";
 import { useCluster } from "./fixture.ts";
 
 const env = useCluster(1);
@@ -52,26 +54,45 @@ function normalize(reply: unknown): unknown {
 const PTTL_SLACK_MS = 250;
 const samePttl = (simulated: number, real: number) => (simulated < 0 || real < 0 ? simulated === real : Math.abs(simulated - real) <= PTTL_SLACK_MS);
 
-describe("the simulator's nodes behave like the real scripts on real Redis", () => {
-  for (const [name, setup, op] of cases) {
-    it(name, async () => {
-      const tcp = env.tcp[0];
+/** A node under test and how to run one of its requests to the end. */
+interface Subject {
+  node: MemoryNode;
+  settle<T>(reply: Promise<T>): Promise<T>;
+}
+
+const subjects: [string, () => Subject][] = [
+  [
+    "the simulator's nodes (virtual clock)",
+    () => {
       const clock = new VirtualClock();
-      const sim = new SimNode(clock, "sim");
-      sim.latency = 0;
-      for (const [key, state] of Object.entries(setup)) {
-        if (!state) continue;
-        await tcp.set(key, state.value, "PX", state.ttl);
-        sim.set(key, state.value, state.ttl);
-      }
-      const real = await tcp.eval(withoutKeyLocking(op.script.lua), op.keys.length, ...op.keys, ...op.args);
-      const simulated = await clock.run(sim.run(op.script, op.keys, op.args, new AbortController().signal));
-      expect(normalize(simulated)).toEqual(normalize(real));
-      for (const key of ["a", "b"]) {
-        expect({ key, value: sim.get(key) ?? null }).toEqual({ key, value: await tcp.get(key) });
-        const [simulatedPttl, realPttl] = [sim.pttl(key), await tcp.pttl(key)];
-        expect(samePttl(simulatedPttl, realPttl), `${key}: simulator PTTL ${simulatedPttl}, Redis ${realPttl}`).toBe(true);
-      }
-    });
-  }
-});
+      const node = new SimNode(clock, "sim");
+      node.latency = 0;
+      return { node, settle: (reply) => clock.run(reply) };
+    },
+  ],
+  ["memoryNodes from edge-redlock/testing/memory (real clock)", () => ({ node: memoryNodes(1)[0], settle: (reply) => reply })],
+];
+
+for (const [subject, make] of subjects) {
+  describe(`${subject} behave like the real scripts on real Redis`, () => {
+    for (const [name, setup, op] of cases) {
+      it(name, async () => {
+        const tcp = env.tcp[0];
+        const { node: sim, settle } = make();
+        for (const [key, state] of Object.entries(setup)) {
+          if (!state) continue;
+          await tcp.set(key, state.value, "PX", state.ttl);
+          sim.set(key, state.value, state.ttl);
+        }
+        const real = await tcp.eval(withoutKeyLocking(op.script.lua), op.keys.length, ...op.keys, ...op.args);
+        const simulated = await settle(sim.run(op.script, op.keys, op.args, new AbortController().signal));
+        expect(normalize(simulated)).toEqual(normalize(real));
+        for (const key of ["a", "b"]) {
+          expect({ key, value: sim.get(key) ?? null }).toEqual({ key, value: await tcp.get(key) });
+          const [simulatedPttl, realPttl] = [sim.pttl(key), await tcp.pttl(key)];
+          expect(samePttl(simulatedPttl, realPttl), `${key}: simulator PTTL ${simulatedPttl}, Redis ${realPttl}`).toBe(true);
+        }
+      });
+    }
+  });
+}

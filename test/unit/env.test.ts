@@ -29,7 +29,11 @@ describe("fromEnv with a Worker's interface Env", () => {
   it("type-checks with an interface and builds the nodes it names", () => {
     expectTypeOf(Redlock.fromEnv).parameter(0).toEqualTypeOf<object>();
     const env: Env = { ...workerEnv, UPSTASH_REDIS_REST_TOKEN_3: "token-three" };
-    expect(Redlock.fromEnv(env, { nodes: 3 }).nodes.map((n) => n.label)).toEqual(["one.example.test", "two.example.test", "three.example.test"]);
+    expect(Redlock.fromEnv(env, { nodes: 3 }).nodes.map((n) => n.label)).toEqual([
+      "UPSTASH_REDIS_REST_URL_1 (one.example.test)",
+      "UPSTASH_REDIS_REST_URL_2 (two.example.test)",
+      "UPSTASH_REDIS_REST_URL_3 (three.example.test)",
+    ]);
   });
 
   it("still refuses a missing, empty or non-string variable with MissingConfigurationError, naming it", () => {

@@ -65,7 +65,7 @@ describe("acquire", () => {
     expect(votes.map((v) => v.outcome)).toEqual(["error", "error", "error", "granted", "granted"]);
     expect(votes[0]).toMatchObject({ cause: "timeout" });
     expect(votes[1]).toMatchObject({ outcome: "error", cause: "unexpected reply (object)" });
-    expect(votes[2]).toMatchObject({ outcome: "error", cause: "network: fetch failed" });
+    expect(votes[2]).toMatchObject({ outcome: "error", cause: "network: fetch failed (ECONNREFUSED)" });
     expect(nodes[3].liveKeys()).toEqual([]);
     expect(nodes[4].liveKeys()).toEqual([]);
   });

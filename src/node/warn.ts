@@ -1,0 +1,53 @@
+// Degradation said out loud: a node that fails while the lock still works is reported, once per node per minute.
+import { clip, errorText, redact } from "../support/redact.ts";
+import type { RedlockNode } from "./node.ts";
+
+/** How often one node's failures are reported (ms). */
+export const WARN_INTERVAL_MS = 60_000;
+
+/**
+ * `node`, reporting its failures with `console.warn` (at most once per {@link WARN_INTERVAL_MS}): the
+ * label and the cause, with the lock values, `secrets` and anything that looks like a credential taken
+ * out. A request the round stopped waiting for (its signal aborted without a timeout) is no failure.
+ * @example
+ * ```ts
+ * const node = warnOnFailure(upstashNode({ url, token }), [token]);
+ * ```
+ */
+export function warnOnFailure(node: RedlockNode, secrets: readonly string[]): RedlockNode {
+  let last = Number.NEGATIVE_INFINITY;
+  const report = (error: unknown, args: string[], signal: AbortSignal) => {
+    const timedOut = signal.aborted && (signal.reason as { name?: string } | undefined)?.name === "TimeoutError";
+    if (signal.aborted && !timedOut) return;
+    const now = Date.now();
+    if (now - last < WARN_INTERVAL_MS) return;
+    last = now;
+    const cause = timedOut ? "timeout" : clip(redact(failureText(error), [...args, ...secrets]));
+    console.warn(
+      `edge-redlock: ${node.label} failed (${cause}); locks still work while a quorum answers, with less ` +
+        "room for further failures. Reported once a minute per node; turn off with { warnings: false }.",
+    );
+  };
+  return {
+    label: node.label,
+    run: (script, keys, args, signal) =>
+      node.run(script, keys, args, signal).catch((error: unknown) => {
+        report(error, args, signal);
+        throw error;
+      }),
+  };
+}
+
+/**
+ * A failure's text with the system's error code where `fetch` hides it in `cause` (`ECONNREFUSED`, …).
+ * @example
+ * ```ts
+ * failureText(new TypeError("fetch failed", { cause: { code: "ECONNREFUSED" } })); // "fetch failed (ECONNREFUSED)"
+ * ```
+ */
+export function failureText(error: unknown): string {
+  const text = errorText(error);
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } } | undefined)?.cause;
+  const detail = typeof cause?.code === "string" ? cause.code : typeof cause?.message === "string" ? cause.message : "";
+  return detail && !text.includes(detail) ? `${text} (${detail})` : text;
+}

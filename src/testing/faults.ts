@@ -1,0 +1,54 @@
+// Fault controls of one local node over its admin API: fetch only, so a test in any runtime can use them.
+
+/**
+ * Faults on one node started by `startLocalNodes`, over that node's admin API. Each call resolves once
+ * the node applies it.
+ * @example
+ * ```ts
+ * const local = await startLocalNodes();
+ * await local.faults[0].cut(); // node 1 drops every request: a partition
+ * await local.faults[0].reset();
+ * ```
+ */
+export interface NodeFaults {
+  /** The node's requests vanish (held unanswered until the client gives up): a partition. */
+  cut(): Promise<void>;
+  /** The node accepts requests and answers none until `reset`. */
+  hang(): Promise<void>;
+  /** Every request waits `ms` before it runs. */
+  latency(ms: number): Promise<void>;
+  /** Every request is answered with this HTTP status (e.g. 401, 500) instead of running. */
+  status(code: number): Promise<void>;
+  /** Kills the node's redis-server: its data is gone, requests fail until `restart`. */
+  kill(): Promise<void>;
+  /** Starts the node's redis-server again, empty (a crash that lost the data). */
+  restart(): Promise<void>;
+  /** Clears every fault (the redis-server stays as it is). */
+  reset(): Promise<void>;
+}
+
+/**
+ * The {@link NodeFaults} of the node whose admin API is at `adminUrl` (a local node's `adminUrl`).
+ * @param adminUrl the node's admin URL
+ * @returns the node's fault controls
+ * @example
+ * ```ts
+ * await nodeFaults(local.nodes[2].adminUrl).latency(250);
+ * ```
+ */
+export function nodeFaults(adminUrl: string): NodeFaults {
+  const post = async (path: string, body: unknown = {}): Promise<void> => {
+    const res = await fetch(adminUrl + path, { method: "POST", body: JSON.stringify(body) });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`edge-redlock/testing: ${path} failed (HTTP ${res.status}): ${text}`);
+  };
+  return {
+    cut: () => post("/faults", { cut: true }),
+    hang: () => post("/faults", { hang: true }),
+    latency: (ms) => post("/faults", { latencyMs: ms }),
+    status: (code) => post("/faults", { status: code }),
+    kill: () => post("/redis/kill"),
+    restart: () => post("/redis/restart"),
+    reset: () => post("/reset"),
+  };
+}

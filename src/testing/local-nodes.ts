@@ -1,0 +1,114 @@
+// Real local nodes: redis-server processes, each behind the project's Upstash-compatible REST bridge
+// (dev/), in this process. Node, Bun and Deno; ioredis (the bridge's Redis client) is an optional peer.
+import { envNames } from "../node/env.ts";
+import { nodeFaults, type NodeFaults } from "./faults.ts";
+import { missingIoredis, missingRedisServer } from "./missing.ts";
+
+/**
+ * How to reach one local node.
+ * @example
+ * ```ts
+ * const { url, token } = local.nodes[0];
+ * ```
+ */
+export interface LocalNode {
+  /** The REST URL (what `UPSTASH_REDIS_REST_URL_<n>` holds): http://127.0.0.1:<port>. */
+  url: string;
+  /** The bearer token the node requires (`UPSTASH_REDIS_REST_TOKEN_<n>`). */
+  token: string;
+  /** The node's admin API (fault controls; see {@link nodeFaults}). */
+  adminUrl: string;
+  /** The redis-server behind it, for plain Redis clients: redis://127.0.0.1:<port>. */
+  redisUrl: string;
+}
+
+/**
+ * Running local nodes.
+ * @example
+ * ```ts
+ * await using local = await startLocalNodes();
+ * const redlock = Redlock.fromEnv(local.env);
+ * ```
+ */
+export interface LocalNodes {
+  /** `UPSTASH_REDIS_REST_URL_1` … `_N` and `UPSTASH_REDIS_REST_TOKEN_1` … `_N`: bindings, or `process.env`. */
+  env: Record<string, string>;
+  /** The nodes, in the order of the variables (node 1 first). */
+  nodes: LocalNode[];
+  /** Fault controls, one per node in the same order. */
+  faults: NodeFaults[];
+  /** Stops every bridge and redis-server; resolves once they are gone. */
+  stop(): Promise<void>;
+  /** `stop()`, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * Options of {@link startLocalNodes}.
+ * @example
+ * ```ts
+ * const local = await startLocalNodes({ nodes: 3, redisServer: "/opt/redis/bin/redis-server" });
+ * ```
+ */
+export interface StartLocalNodesOptions {
+  /** How many independent nodes (default 5). */
+  nodes?: number;
+  /** The redis-server binary (default: found on PATH or in /usr/bin, /usr/local/bin, /opt/homebrew/bin). */
+  redisServer?: string;
+}
+
+/**
+ * Starts `nodes` real redis-server processes (default 5) on free 127.0.0.1 ports, without persistence, each
+ * behind an Upstash-compatible REST bridge that `@upstash/redis` talks to unchanged, and resolves with their
+ * variables. Needs `redis-server` installed and the `ioredis` package (the bridge's Redis client); a clear
+ * error says how to install whichever is missing. Runs on Node, Bun and Deno (not inside workerd: start
+ * the nodes in a vitest `globalSetup` and pass `env` as bindings).
+ * @param options see {@link StartLocalNodesOptions}
+ * @returns the running nodes; call `stop()` when done
+ * @example
+ * ```ts
+ * import { Redlock } from "edge-redlock";
+ * import { startLocalNodes } from "edge-redlock/testing";
+ *
+ * const local = await startLocalNodes();
+ * const redlock = Redlock.fromEnv(local.env);
+ * await redlock.using(["job:1"], 5_000, async () => {});
+ * await local.stop();
+ * ```
+ */
+export async function startLocalNodes(options: StartLocalNodesOptions = {}): Promise<LocalNodes> {
+  const count = options.nodes ?? 5;
+  if (!Number.isInteger(count) || count < 1 || count > 32)
+    throw new RangeError("startLocalNodes: nodes must be an integer from 1 to 32");
+  let dev: typeof import("../../dev/cluster.ts");
+  let child: typeof import("../../dev/cluster-process.ts");
+  let redis: typeof import("../../dev/redis-server.ts");
+  try {
+    [dev, child, redis] = await Promise.all([
+      import("../../dev/cluster.ts"),
+      import("../../dev/cluster-process.ts"),
+      import("../../dev/redis-server.ts"),
+    ]);
+  } catch (error) {
+    if (/ioredis/.test(String((error as Error)?.message))) throw missingIoredis(error);
+    throw error;
+  }
+  const binary = redis.findRedisServer(options.redisServer);
+  if (!binary) throw missingRedisServer(options.redisServer);
+  // On Node, the bridges run in a child process: a bundler or test runner that transforms this module (the
+  // Workers test plugin's globalSetup) never touches ioredis. Bun and Deno run them in-process.
+  const onNode = !("Bun" in globalThis) && !("Deno" in globalThis);
+  const cluster = onNode
+    ? await child.spawnCluster({ nodes: count, binary })
+    : await dev.startCluster({ nodes: count, binary });
+  const nodes = cluster.nodes.map(({ url, token, adminUrl, redisUrl }) => ({ url, token, adminUrl, redisUrl }));
+  const env = Object.fromEntries(
+    nodes.flatMap((node, i) => [
+      [envNames(i + 1).url, node.url],
+      [envNames(i + 1).token, node.token],
+    ]),
+  );
+  let stopped: Promise<void> | undefined;
+  const stop = () => (stopped ??= cluster.stop());
+  return { env, nodes, faults: nodes.map((node) => nodeFaults(node.adminUrl)), stop, [Symbol.asyncDispose]: stop };
+}
