@@ -14,9 +14,10 @@ export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 export const DOCTOR_HELP = `Usage: edge-redlock doctor [options]
 
 Checks the databases named by UPSTASH_REDIS_REST_URL_1 … _N and UPSTASH_REDIS_REST_TOKEN_1 … _N
-(from the environment, or from --env-file): reachable and how fast, the lock's scripts load,
-the key-locking flag, independence (a probe key written on one node must not appear on another),
-clock offsets, expected lock latency, eviction, and a trial lock. Prints a table and a verdict.
+(from the environment, or from --env-file): reachable and how fast, every script the library sends
+loads and runs (the fenced acquire included), the key-locking flag, independence (a probe key written
+on one node must not appear on another), clock offsets, expected lock latency, eviction, and a trial
+lock. Prints a table and a verdict.
 
 Options:
   --env-file PATH      read variables from PATH (KEY=VALUE lines, e.g. .dev.vars); may repeat,

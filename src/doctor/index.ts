@@ -6,14 +6,15 @@ import { DEFAULTS } from "../options.ts";
 import { quorumOf } from "../quorum/rules.ts";
 import { systemClock } from "../support/clock.ts";
 import { randomValue } from "../support/random.ts";
-import { PROBE_PREFIX, caller, inspect, measure, probesSeen } from "./probes.ts";
+import { PROBE_PREFIX, caller, inspect, measure, probesAndScripts } from "./probes.ts";
 import { trialLock } from "./trial.ts";
 import type { DoctorOptions, DoctorReport, NodeHealth } from "./types.ts";
 import { judge } from "./verdict.ts";
 
 /**
  * Checks the databases a `Redlock` would use and says whether they can carry a lock:
- * every node reachable and its round trips (p50/p99); the lock's scripts load and run, and whether
+ * every node reachable and its round trips (p50/p99); every script the library may send loads and runs
+ * (the fenced acquire, which reads `TIME` before it writes, included), and whether
  * Upstash's key-locking flag is accepted; **independence** (a random probe key written on one node
  * must not appear on any other: two URLs of one database are one node); clock offsets against the
  * drift allowance; the expected lock latency (the quorum-th fastest round trip); eviction, where a
@@ -66,11 +67,17 @@ export async function checkNodes(nodes: readonly NodeConfig[], options: DoctorOp
     }),
   );
 
-  // 3. Independence: once the probes had time to reach any replica, look for every probe on every node.
+  // 3. Independence: once the probes had time to reach any replica, look for every probe on every node;
+  //    in the same request, every script the library may send runs once (the fenced acquire included).
   if (probed.size > 1) await systemClock.sleep(o.settleMs, o.signal);
-  const seen = await Promise.all(reachable.map((j) => probesSeen(calls[j], probeKeys, run, j)));
+  const seen = await Promise.all(
+    reachable.map((j) => probesAndScripts(calls[j], probeKeys, run, j, health[j].keyLocking === "accepted")),
+  );
   reachable.forEach((j, k) => {
-    for (const i of seen[k]) {
+    const { scriptError } = seen[k];
+    if (health[j].scripts === "ok" && scriptError !== undefined)
+      Object.assign(health[j], { scripts: "failed", scriptError });
+    for (const i of seen[k].twins) {
       if (!health[i].sameAs.includes(j)) health[i].sameAs.push(j);
       if (!health[j].sameAs.includes(i)) health[j].sameAs.push(i);
     }

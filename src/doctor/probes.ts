@@ -1,10 +1,9 @@
 // What each node says about round trips, clocks, scripts, eviction and the other nodes' probe keys.
 import { parseInteger } from "../scripts/replies.ts";
-import { ACQUIRE, EXTEND, RELEASE } from "../scripts/lock.ts";
-import { FENCE } from "../scripts/fencing.ts";
 import { KEY_LOCKING, scriptSha, withoutKeyLocking } from "../scripts/script.ts";
 import { systemClock } from "../support/clock.ts";
 import type { Call } from "./rest.ts";
+import { judgeTrials, trialCommands, trialKeys, trialScripts } from "./script-trials.ts";
 import type { NodeHealth } from "./types.ts";
 
 export { caller, type Call, type Reply } from "./rest.ts";
@@ -14,8 +13,8 @@ export const PROBE_PREFIX = "edge-redlock-doctor:";
 const PROBE_TTL_MS = 60_000;
 /** A read-only script: scripting works at all. */
 const EXISTS_SCRIPT = 'return redis.call("EXISTS", KEYS[1])';
-/** The scripts a lock runs: each must load under the SHA the library computes (EVALSHA). */
-const LOCK_SCRIPTS = [ACQUIRE, RELEASE, EXTEND, FENCE];
+/** Every script the library may send (the trials' list): each must load under the SHA the library computes. */
+const LOCK_SCRIPTS = trialScripts();
 
 /**
  * `samples` + 1 TIME requests, one after another: the first (it opens the connection) apart, p50 and p99
@@ -113,24 +112,31 @@ export async function inspect(
 }
 
 /**
- * Reads every probe key on one node and deletes them there, in one pipeline. Resolves with the
- * indexes of the probes found, its own excepted: each is a node that is this same database.
+ * Reads every probe key on one node and deletes them there, then runs every script the library may send
+ * (the flagged form where `flagged`, as the library would), all in one pipeline. Resolves with the
+ * indexes of the probes found, its own excepted (each is a node that is this same database), and what
+ * went wrong with the scripts, if anything.
  * @example
  * ```ts
- * const twins = await probesSeen(call, keys, run, 0);
+ * const { twins, scriptError } = await probesAndScripts(call, keys, run, 0, true);
  * ```
  */
-export async function probesSeen(call: Call, keys: string[], run: string, self: number): Promise<number[]> {
-  const reply = await call(
-    [
-      ["MGET", ...keys],
-      ["DEL", ...keys],
-    ],
-    "/pipeline",
-  );
-  const values = (reply.ok ? pipelineParts(reply.result, 2) : undefined)?.[0].result;
-  if (!Array.isArray(values)) return [];
-  return values.flatMap((value, i) => (i !== self && value === run ? [i] : []));
+export async function probesAndScripts(
+  call: Call,
+  keys: string[],
+  run: string,
+  self: number,
+  flagged: boolean,
+): Promise<{ twins: number[]; scriptError?: string }> {
+  const trials = trialCommands(trialKeys(keys[self]), run, String(PROBE_TTL_MS), flagged);
+  const reply = await call([["MGET", ...keys], ["DEL", ...keys], ...trials], "/pipeline");
+  const parts = reply.ok ? pipelineParts(reply.result, 2 + trials.length) : undefined;
+  if (!parts)
+    return { twins: [], scriptError: `the scripts' pipeline: ${reply.ok ? "an unexpected reply" : reply.error}` };
+  const values = parts[0].result;
+  const twins = Array.isArray(values) ? values.flatMap((value, i) => (i !== self && value === run ? [i] : [])) : [];
+  const scriptError = judgeTrials(parts.slice(2));
+  return scriptError === undefined ? { twins } : { twins, scriptError };
 }
 
 /** The replies of a pipeline, each `{ result }` or `{ error }`, or undefined when the shape is wrong. */

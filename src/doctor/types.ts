@@ -89,7 +89,10 @@ export interface NodeHealth {
   p50Ms?: number;
   /** 99th-percentile round trip of the timed requests, ms. */
   p99Ms?: number;
-  /** The lock's scripts load (SCRIPT LOAD answers their SHA) and a script runs. */
+  /**
+   * Every script the library may send loads (SCRIPT LOAD answers its SHA) and runs once with the reply it
+   * should give (the doctor's `SCRIPT_TRIALS`, the fenced acquire included).
+   */
   scripts?: "ok" | "failed";
   /** Why the scripts failed, when they did. */
   scriptError?: string;

@@ -58,7 +58,8 @@ const scripts: Check = ({ up }) => {
   const noScripts = up.filter((h) => h.scripts !== "ok");
   if (noScripts.length > 0)
     return result("scripts", "fail", noScripts.map((h) => `${h.label}: ${h.scriptError}`).join("; "));
-  if (up.length > 0) return result("scripts", "ok", `the lock's scripts load and run on ${plural(up.length, "node")}`);
+  if (up.length > 0)
+    return result("scripts", "ok", `every script the library sends loads and runs on ${plural(up.length, "node")}`);
   return undefined;
 };
 

@@ -1,5 +1,6 @@
 // checkNodes against the real cluster: healthy, the same database twice, a node down, slow nodes,
-// the key-locking flag refused, eviction on, a refused token, credentials in a URL, and no secret in any report.
+// the key-locking flag refused, eviction on, a refused token, credentials in a URL, and no secret in any report;
+// every script the library may send run on every node: an engine that refuses a write after TIME fails it.
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,6 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { Bridge } from "../../dev/bridge.ts";
 import { checkNodes, envNames, type DoctorReport } from "../../src/index.ts";
 import { useCluster } from "./fixture.ts";
+import { WRITE_AFTER_TIME_ERROR, refusingEngine } from "./refusing-engine.ts";
 
 const env = useCluster();
 const configs = () => env.cluster.nodes.map((n) => ({ url: n.url, token: n.token }));
@@ -118,6 +120,44 @@ describe("checkNodes", () => {
     expect(report.nodes.map((n) => n.keyLocking)).toEqual(["accepted", "rejected", "accepted", "accepted", "accepted"]);
     expect(report.nodes[1].scripts).toBe("ok");
     expect(check(report, "key-locking")!.message).toBe("accepted on 4; rejected on node 2: the library falls back to scripts without the flag there");
+  });
+
+  it("runs every script the library may send on every node, the fenced acquire included, and leaves none of its keys", async () => {
+    await Promise.all(env.tcp.map((c) => c.config("RESETSTAT")));
+    const report = await checkNodes(configs(), fast);
+    expect(check(report, "scripts")).toEqual({ name: "scripts", status: "ok", message: "every script the library sends loads and runs on 5 nodes" });
+    // Redis' own count of EVALs on each node: the doctor's two, and the eleven script runs.
+    const evals = await Promise.all(env.tcp.map(async (c) => Number(/^cmdstat_eval:calls=(\d+)/m.exec(await c.info("commandstats"))?.[1] ?? 0)));
+    expect(evals).toEqual([13, 13, 13, 13, 13]);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it("fails the scripts check on a node whose engine refuses a write after TIME, naming the fenced acquire, where the trial lock passes", async () => {
+    const engine = await refusingEngine(env.cluster.nodes[2].url);
+    try {
+      const nodes = configs();
+      nodes[2] = { url: engine.url, token: nodes[2].token };
+      const report = await checkNodes(nodes, fast);
+      expect(report.ok).toBe(false);
+      expect(report.verdict).toBe("FAIL: scripts");
+      expect(report.nodes.map((n) => n.scripts)).toEqual(["ok", "ok", "failed", "ok", "ok"]);
+      expect(report.nodes[2].scriptError).toContain(`fenced acquire: ${WRITE_AFTER_TIME_ERROR}`);
+      expect(check(report, "scripts")!.message).toMatch(/^node 3: fenced acquire: ERR Write commands not allowed after non deterministic commands/);
+      // What the doctor checked before: the scripts load and a plain lock works there; only the run of every script shows it.
+      expect(check(report, "lock")).toMatchObject({ status: "ok" });
+      expect(await leftovers()).toEqual([]);
+    } finally {
+      await engine.stop();
+    }
+  });
+
+  it("runs the scripts without the flag where the node rejects it, and after the script cache was flushed", async () => {
+    await env.admins[1].faults({ rejectKeyLocking: true });
+    await Promise.all(env.tcp.map((c) => c.script("FLUSH")));
+    const report = await checkNodes(configs(), fast);
+    expect(report.nodes.map((n) => n.scripts)).toEqual(["ok", "ok", "ok", "ok", "ok"]);
+    expect(check(report, "scripts")).toMatchObject({ status: "ok" });
+    expect(report.ok).toBe(true);
   });
 
   it("warns when a node may evict keys", async () => {

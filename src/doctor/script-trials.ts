@@ -1,0 +1,149 @@
+// Every script the library may send, run once on each node in the order a lock's life sends them, so an
+// engine that refuses one (a write after TIME, a rule of its own) fails the doctor instead of production.
+// A new script is one more entry in SCRIPT_TRIALS; a unit test fails while a script of the
+// `edge-redlock/scripts` entry has none.
+import { ACQUIRE, EXTEND, FENCED_ACQUIRE, RELEASE } from "../scripts/lock.ts";
+import { FENCE, FENCED_READ, FENCED_WRITE } from "../scripts/fencing.ts";
+import { INSPECT } from "../scripts/inspect.ts";
+import type { Script } from "../scripts/script.ts";
+import { withoutKeyLocking } from "../scripts/script.ts";
+import { SEMAPHORE_ACQUIRE } from "../scripts/semaphore.ts";
+
+/** The keys one node's trials use, each under the doctor's probe prefix (expiring, and deleted after). */
+export interface TrialKeys {
+  lock: string;
+  fence: string;
+  data: string;
+  seen: string;
+  slot1: string;
+  slot2: string;
+}
+
+/** One run of one script: what it is sent and the vote its reply must give. */
+export interface ScriptTrial {
+  /** Names the run in a failure text. */
+  label: string;
+  script: Script;
+  keys(k: TrialKeys): string[];
+  /** `value` is the trial's lock value, `ttl` the keys' lifetime in ms. */
+  args(value: string, ttl: string): string[];
+  expect: "granted" | "denied";
+}
+
+/**
+ * The runs, in order: each may rely on the ones before it on the same node (one pipeline, members in
+ * order). The fenced acquire is the one that calls `TIME` before writing.
+ */
+export const SCRIPT_TRIALS: readonly ScriptTrial[] = [
+  { label: "acquire", script: ACQUIRE, keys: (k) => [k.lock], args: (v, ttl) => [v, ttl], expect: "granted" },
+  {
+    label: "acquire (held)",
+    script: ACQUIRE,
+    keys: (k) => [k.lock],
+    args: (v, ttl) => [`${v}-other`, ttl],
+    expect: "denied",
+  },
+  { label: "extend", script: EXTEND, keys: (k) => [k.lock], args: (v, ttl) => [v, ttl], expect: "granted" },
+  { label: "release", script: RELEASE, keys: (k) => [k.lock], args: (v) => [v], expect: "granted" },
+  {
+    label: "fenced acquire",
+    script: FENCED_ACQUIRE,
+    keys: (k) => [k.lock, k.fence],
+    args: (v, ttl) => [v, ttl, "1"],
+    expect: "granted",
+  },
+  { label: "fence", script: FENCE, keys: (k) => [k.lock, k.fence], args: (v) => [v, "1"], expect: "granted" },
+  {
+    label: "fenced write",
+    script: FENCED_WRITE,
+    keys: (k) => [k.data, k.seen],
+    args: (v) => ["5", v],
+    expect: "granted",
+  },
+  { label: "fenced read", script: FENCED_READ, keys: (k) => [k.data, k.seen], args: () => ["5"], expect: "granted" },
+  {
+    label: "semaphore acquire",
+    script: SEMAPHORE_ACQUIRE,
+    keys: (k) => [k.slot1, k.slot2],
+    args: (v, ttl) => [v, ttl, "1"],
+    expect: "granted",
+  },
+  { label: "inspect", script: INSPECT, keys: (k) => [k.lock, k.slot1], args: () => [], expect: "granted" },
+  {
+    label: "release (lock and permit)",
+    script: RELEASE,
+    keys: (k) => [k.lock, k.slot1],
+    args: (v) => [v],
+    expect: "granted",
+  },
+];
+
+/**
+ * The scripts of {@link SCRIPT_TRIALS}, each Lua source once (the fenced acquire is the acquire's Lua).
+ * @example
+ * ```ts
+ * const loads = trialScripts().map((s) => ["SCRIPT", "LOAD", withoutKeyLocking(s.lua)]);
+ * ```
+ */
+export function trialScripts(): Script[] {
+  const seen = new Set<string>();
+  return SCRIPT_TRIALS.map((t) => t.script).filter((s) => !seen.has(s.lua) && seen.add(s.lua) !== undefined);
+}
+
+/**
+ * The trial keys under `prefix` (one node's probe key).
+ * @example
+ * ```ts
+ * const keys = trialKeys(`${PROBE_PREFIX}${run}:0`);
+ * ```
+ */
+export function trialKeys(prefix: string): TrialKeys {
+  const key = (name: string) => `${prefix}:script:${name}`;
+  return {
+    lock: key("lock"),
+    fence: key("fence"),
+    data: key("data"),
+    seen: key("seen"),
+    slot1: key("slot1"),
+    slot2: key("slot2"),
+  };
+}
+
+/**
+ * The commands that run every trial (EVAL, with the key-locking flag where the node accepts it, as the
+ * library sends it) and then delete the trial keys.
+ * @example
+ * ```ts
+ * const commands = trialCommands(trialKeys(prefix), value, "60000", health.keyLocking === "accepted");
+ * ```
+ */
+export function trialCommands(keys: TrialKeys, value: string, ttl: string, flagged: boolean): string[][] {
+  const runs = SCRIPT_TRIALS.map((t) => {
+    const lua = flagged ? t.script.lua : withoutKeyLocking(t.script.lua);
+    const k = t.keys(keys);
+    return ["EVAL", lua, String(k.length), ...k, ...t.args(value, ttl)];
+  });
+  return [...runs, ["DEL", ...Object.values(keys)]];
+}
+
+/**
+ * Judges the replies of {@link trialCommands} (each `{ result }` or `{ error }`): undefined when every
+ * script gave the vote it should, else what went wrong first, naming the run.
+ * @example
+ * ```ts
+ * const failure = judgeTrials(parts); // "fenced acquire: ERR Write commands not allowed after non deterministic …"
+ * ```
+ */
+export function judgeTrials(parts: readonly { result?: unknown; error?: string }[]): string | undefined {
+  for (const [i, trial] of SCRIPT_TRIALS.entries()) {
+    const part = parts[i];
+    if (part === undefined) return `${trial.label}: no reply`;
+    if (part.error !== undefined) return `${trial.label}: ${part.error}`;
+    const vote = trial.script.vote(part.result);
+    if (vote.outcome !== trial.expect) {
+      const said = vote.outcome === "error" ? `an unexpected reply (${vote.cause})` : vote.outcome;
+      return `${trial.label}: ${said} where the script should have ${trial.expect}`;
+    }
+  }
+  return undefined;
+}

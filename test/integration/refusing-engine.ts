@@ -1,0 +1,61 @@
+// A stand-in for a Redis engine that refuses a write after TIME in a script (Redis before 5 did, and
+// Upstash asks scripts to stay deterministic): an HTTP proxy in front of a real bridge that puts, on the
+// first line of every EVAL'd script's body, a `redis` whose call/pcall refuse a write once TIME was called.
+// Everything else goes through unchanged, to the real redis-server behind the bridge.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export const WRITE_AFTER_TIME_ERROR =
+  "ERR Write commands not allowed after non deterministic commands. Call redis.replicate_commands() at the start of your script in order to switch to single commands replication mode.";
+
+const SHIM = [
+  "local redis = (function(real) local timed = false",
+  "local writes = {SET = true, INCR = true, INCRBY = true, DEL = true, PEXPIRE = true, EXPIRE = true}",
+  "local function refusal(name) name = string.upper(tostring(name))",
+  "if name == 'TIME' then timed = true elseif timed and writes[name] then return " + JSON.stringify(WRITE_AFTER_TIME_ERROR) + " end end",
+  "return setmetatable({",
+  "call = function(...) local r = refusal(...) if r then error({err = r}) end return real.call(...) end,",
+  "pcall = function(...) local r = refusal(...) if r then return {err = r} end return real.pcall(...) end,",
+  "}, {__index = real}) end)(redis);",
+].join(" ");
+
+/** The script with the shim on its body's first line (after the shebang, so its flags stay). */
+function refusing(lua: string): string {
+  const shebang = /^#!lua[^\n]*\n/.exec(lua)?.[0] ?? "";
+  return `${shebang}${SHIM} ${lua.slice(shebang.length)}`;
+}
+
+function rewrite(command: unknown): unknown {
+  if (!Array.isArray(command) || typeof command[0] !== "string" || command[0].toUpperCase() !== "EVAL") return command;
+  return [command[0], refusing(String(command[1])), ...command.slice(2)];
+}
+
+/**
+ * Starts the proxy in front of `target` (a bridge's URL); `url` is where clients go instead.
+ * @example
+ * const engine = await refusingEngine(cluster.nodes[2].url);
+ * nodes[2] = { url: engine.url, token };
+ */
+export async function refusingEngine(target: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const path = req.url ?? "/";
+    const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "null") as unknown;
+    const sent = path.startsWith("/pipeline") && Array.isArray(body) ? body.map(rewrite) : rewrite(body);
+    const headers: Record<string, string> = {};
+    for (const name of ["authorization", "content-type", "upstash-encoding"]) {
+      const value = req.headers[name];
+      if (typeof value === "string") headers[name] = value;
+    }
+    const answer = await fetch(target.replace(/\/+$/, "") + path, { method: "POST", headers, body: JSON.stringify(sent) });
+    res.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/json" });
+    res.end(await answer.text());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
