@@ -374,6 +374,37 @@ describe("a Bun project", () => {
   });
 });
 
+describe("edge-redlock/testing without ioredis installed", () => {
+  // The optional peer really absent: a project outside this repository whose node_modules holds the
+  // tarball and @upstash/redis only, so Node's resolution finds no ioredis anywhere up the tree.
+  const script = [
+    'import { startLocalNodes } from "edge-redlock/testing";',
+    "try {",
+    "  await (await startLocalNodes({ nodes: 1 })).stop();",
+    '  console.log("started");',
+    "} catch (error) {",
+    "  console.log(error.message);",
+    "  process.exitCode = 1;",
+    "}",
+    "",
+  ].join("\n");
+
+  it("startLocalNodes says to install ioredis, with the command for npm, Bun and Deno", async () => {
+    const dir = project("no-ioredis", { "package.json": json({ name: "consumer-no-ioredis", private: true, type: "module" }), "start.mjs": script }, ["@upstash/redis"]);
+    const ran = await run(process.execPath, ["start.mjs"], { cwd: dir });
+    expect(ran.code, ran.stdout + ran.stderr).toBe(1);
+    expect(ran.stdout).toBe(
+      "edge-redlock/testing: startLocalNodes needs the ioredis package (the local bridge's Redis client). Install it as a dev dependency: npm install --save-dev ioredis (bun add -d ioredis; deno add npm:ioredis)\n",
+    );
+  });
+
+  it("and starts the nodes once it is there (the control)", async () => {
+    const dir = project("with-ioredis", { "package.json": json({ name: "consumer-with-ioredis", private: true, type: "module" }), "start.mjs": script }, ["@upstash/redis", "ioredis"]);
+    const ran = ok(await run(process.execPath, ["start.mjs"], { cwd: dir }), "node start.mjs");
+    expect(ran.stdout).toBe("started\n");
+  });
+});
+
 describe("the JSR package (jsr.json)", () => {
   it("passes deno publish --dry-run: its files type-check and its public API has no slow types", async () => {
     // The files jsr.json publishes, in a scratch folder whose npm: imports resolve from linked node_modules
