@@ -1,9 +1,12 @@
 // `edge-redlock dev`: start local nodes, write their variables to .dev.vars (mode 0600), run until Ctrl-C or
 // SIGTERM, then stop every child. Not `--env-file`: Node 24 reads that flag anywhere in argv and refuses
 // to start when the file does not exist yet (docs/TOOLCHAIN notes), so the flag is `--out`.
+import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { startLocalNodes } from "../src/testing/index.ts";
+import { checkLocalNodes } from "../src/testing/running.ts";
+import { parseEnvFile } from "./env-file.ts";
 import type { Io } from "./doctor.ts";
 import { writeDevVars } from "./dev-vars.ts";
 
@@ -17,6 +20,8 @@ Needs redis-server and the ioredis package (npm install --save-dev ioredis).
 
 Options:
   --out PATH        write the variables to PATH instead of .dev.vars
+  --check           start nothing: check that the nodes whose variables are in .dev.vars (or --out PATH)
+                    answer; exit 0, or 1 with one line saying they are not running (e.g. as "predev")
   --nodes N         how many nodes (default 5)
   --redis-server P  the redis-server binary (default: found on PATH)
   -h, --help        show this help
@@ -31,7 +36,7 @@ Options:
  * ```
  */
 export async function dev(args: string[], io: Io): Promise<number> {
-  let values: { out?: string; nodes?: string; "redis-server"?: string; help?: boolean };
+  let values: { out?: string; nodes?: string; "redis-server"?: string; check?: boolean; help?: boolean };
   try {
     ({ values } = parseArgs({
       args,
@@ -39,6 +44,7 @@ export async function dev(args: string[], io: Io): Promise<number> {
         out: { type: "string" },
         nodes: { type: "string" },
         "redis-server": { type: "string" },
+        check: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -50,6 +56,7 @@ export async function dev(args: string[], io: Io): Promise<number> {
     io.out(DEV_HELP);
     return 0;
   }
+  if (values.check) return check(values.out ?? ".dev.vars", io);
   const nodes = values.nodes === undefined ? 5 : Number(values.nodes);
   if (!Number.isInteger(nodes) || nodes < 1 || nodes > 32) {
     io.err("edge-redlock dev: --nodes must be an integer from 1 to 32\n");
@@ -80,6 +87,24 @@ export async function dev(args: string[], io: Io): Promise<number> {
   }
   await local.stop();
   io.err("stopped.\n");
+  return 0;
+}
+
+/** `dev --check`: whether the nodes whose variables `dev` wrote to `path` answer; one line either way. */
+async function check(path: string, io: Io): Promise<number> {
+  if (!existsSync(path)) {
+    io.err(
+      `edge-redlock: ${path} does not exist, so no local nodes are configured. Start them: npx edge-redlock dev\n`,
+    );
+    return 1;
+  }
+  try {
+    await checkLocalNodes(parseEnvFile(readFileSync(path, "utf8")), { source: path });
+  } catch (error) {
+    io.err(`${(error as Error).message}\n`);
+    return 1;
+  }
+  io.err(`edge-redlock: the local nodes in ${path} answer\n`);
   return 0;
 }
 
