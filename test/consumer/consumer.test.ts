@@ -51,7 +51,7 @@ function ok(ran: Ran, what: string): Ran {
 }
 
 /** Starts a server process and resolves with its base URL once `ready` finds it in the output (or it answers). */
-function serve(file: string, args: string[], options: { cwd: string; env?: Record<string, string>; ready: RegExp | string }): Promise<string> {
+function serve(file: string, args: string[], options: { cwd: string; env?: Record<string, string | undefined>; ready: RegExp | string }): Promise<string> {
   const child = spawn(file, args, { cwd: options.cwd, env: { ...process.env, ...quiet, ...options.env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
   children.add(child);
   let output = "";
@@ -88,14 +88,21 @@ function serve(file: string, args: string[], options: { cwd: string; env?: Recor
 }
 
 function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.pid === undefined) return Promise.resolve();
-  return new Promise((resolve) => {
-    child.once("exit", () => resolve());
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return Promise.resolve();
+  const group = (signal: NodeJS.Signals) => {
     try {
-      process.kill(-child.pid!, "SIGTERM"); // the whole group: wrangler's workerd too
+      process.kill(-child.pid!, signal); // the whole group: wrangler's workerd, next's workers too
     } catch {
-      resolve();
+      // already gone
     }
+  };
+  return new Promise((resolve) => {
+    const force = setTimeout(() => group("SIGKILL"), 10_000); // a server that ignores SIGTERM
+    child.once("exit", () => {
+      clearTimeout(force);
+      resolve();
+    });
+    group("SIGTERM");
   });
 }
 
@@ -144,13 +151,13 @@ interface Answer {
  * The examples' counter, driven over `call`: five increments at once each see a different value (the
  * lock serialises the read-modify-write); a lock held elsewhere answers 423 with Retry-After; released, it is free again.
  */
-async function exerciseCounter(call: (method: "GET" | "POST", path: string) => Promise<Answer>, name: string): Promise<void> {
+async function exerciseCounter(call: (method: "GET" | "POST", path: string) => Promise<Answer>, name: string, nodes = cluster.nodes as { url: string; token: string }[]): Promise<void> {
   const five = await Promise.all(Array.from({ length: 5 }, () => call("POST", `/counter/${name}`)));
   expect(five.map((a) => a.status), five.map((a) => a.body).join("\n")).toEqual([200, 200, 200, 200, 200]);
   expect(five.map((a) => (JSON.parse(a.body) as { value: number }).value).sort()).toEqual([1, 2, 3, 4, 5]);
   expect(JSON.parse((await call("GET", `/counter/${name}`)).body)).toEqual({ value: 5 });
 
-  const holder = await new Redlock(cluster.nodes, { retryCount: 0 }).acquire([`lock:counter:${name}`], 5_000);
+  const holder = await new Redlock(nodes, { retryCount: 0 }).acquire([`lock:counter:${name}`], 5_000);
   const busy = await call("POST", `/counter/${name}?wait=0`);
   expect(busy.status, busy.body).toBe(423);
   expect(Number(busy.retryAfter)).toBeGreaterThanOrEqual(1);
@@ -253,46 +260,6 @@ describe("a Node CommonJS project", () => {
   });
 });
 
-describe("a Cloudflare Workers project", () => {
-  it("gets interface Env from `wrangler types`, type-checks the example Worker, and runs it in workerd (wrangler dev)", async () => {
-    const dir = project(
-      "workers",
-      {
-        "package.json": example("cloudflare-worker/package.json"),
-        "wrangler.toml": example("cloudflare-worker/wrangler.toml"),
-        "tsconfig.json": example("cloudflare-worker/tsconfig.json"),
-        "src/index.ts": example("cloudflare-worker/src/index.ts"),
-        ".dev.vars": devVars(),
-      },
-      ["@upstash/redis"],
-    );
-    const wrangler = join(modules, "wrangler/bin/wrangler.js");
-    ok(await run(process.execPath, [wrangler, "types"], { cwd: dir }), "wrangler types");
-    const generated = readFileSync(join(dir, "worker-configuration.d.ts"), "utf8");
-    expect(generated).toMatch(/^interface __BaseEnv_Env \{\n\tUPSTASH_REDIS_REST_URL_1: string;/m);
-    expect(generated).toMatch(/^interface Env extends __BaseEnv_Env \{\}$/m);
-    ok(await run(tool("tsc"), ["-p", dir], { cwd: dir }), "tsc");
-
-    const port = await freePort();
-    const base = await serve(process.execPath, [wrangler, "dev", "--port", String(port), "--ip", "127.0.0.1", "--show-interactive-dev-session=false"], {
-      cwd: dir,
-      ready: `http://127.0.0.1:${port}/counter/ready`,
-    });
-    const origin = new URL(base).origin;
-    await exerciseCounter(overHttp(origin), "worker");
-
-    // using() inside ctx.waitUntil: answered 202 at once, the increments land after the responses.
-    const accepted = await Promise.all(Array.from({ length: 3 }, () => fetch(`${origin}/counter/worker-bg/background`, { method: "POST" })));
-    expect(accepted.map((r) => r.status)).toEqual([202, 202, 202]);
-    let value = 0;
-    for (let i = 0; i < 100 && value < 3; i++) {
-      value = ((await (await fetch(`${origin}/counter/worker-bg`)).json()) as { value: number }).value;
-      if (value < 3) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(value).toBe(3);
-  });
-});
-
 describe("a Vercel Edge (Next.js) route handler", () => {
   it("type-checks strictly, bundles with the edge conditions, and runs in the edge-runtime VM", async () => {
     const route = "app/api/counter/[name]/route.ts";
@@ -329,48 +296,6 @@ describe("a Vercel Edge (Next.js) route handler", () => {
     expect(vm.evaluate("route.runtime")).toBe("edge");
     const call = (method: "GET" | "POST", path: string) => vm.evaluate(`__call(${JSON.stringify(method)}, ${JSON.stringify(path)})`) as Promise<Answer>;
     await exerciseCounter(call, "vercel");
-  });
-});
-
-describe("a Deno project (nodeModulesDir: manual)", () => {
-  it("type-checks the Deno Deploy example with deno check, and serves it with deno run", async () => {
-    const dir = project(
-      "deno",
-      {
-        "deno.json": json({ nodeModulesDir: "manual", compilerOptions: { strict: true } }),
-        "package.json": json({ name: "consumer-deno", private: true, type: "module", dependencies: { "edge-redlock": "*", "@upstash/redis": "*" } }),
-        "main.ts": example("deno-deploy/main.ts"),
-      },
-      ["@upstash/redis", "@types/node"],
-    );
-    ok(await run(tool("deno"), ["check", "--all", "main.ts"], { cwd: dir }), "deno check");
-    const base = await serve(tool("deno"), ["run", "--allow-net", "--allow-env", "main.ts"], { cwd: dir, env: { ...vars, PORT: "0" }, ready: /listening on (http:\/\/127\.0\.0\.1:\d+)/ });
-    await exerciseCounter(overHttp(base), "deno");
-  });
-});
-
-describe("a Bun project", () => {
-  it("type-checks the Bun example with @types/bun, and serves it with bun run", async () => {
-    const dir = project(
-      "bun",
-      { "package.json": example("bun/package.json"), "tsconfig.json": example("bun/tsconfig.json"), "server.ts": example("bun/server.ts") },
-      ["@upstash/redis"],
-    );
-    // What `bun add -d @types/bun` installs today: @types/bun, bun-types, and the newest @types/node
-    // (bun-types 1.4 needs Node types newer than the 24.x this repository pins) with its undici-types.
-    const declarations = (from: string) => (path: string) => !/\.(md|mdx)$/.test(path) || path === from;
-    for (const [from, to] of [
-      ["@types/bun", "@types/bun"],
-      ["bun-types", "bun-types"],
-      ["types-node-26", "@types/node"],
-      ["types-node-26/node_modules/undici-types", "undici-types"],
-    ]) {
-      cpSync(join(modules, from), join(dir, "node_modules", to), { recursive: true, dereference: true, filter: declarations(join(modules, from)) });
-    }
-    rmSync(join(dir, "node_modules/@types/node/node_modules"), { recursive: true, force: true });
-    ok(await run(tool("tsc"), ["-p", dir], { cwd: dir }), "tsc");
-    const base = await serve(tool("bun"), ["run", "server.ts"], { cwd: dir, env: { ...vars, PORT: "0" }, ready: /listening on (http:\/\/127\.0\.0\.1:\d+)/ });
-    await exerciseCounter(overHttp(base), "bun");
   });
 });
 
@@ -442,6 +367,7 @@ function readmeRecipes(): { files: Map<string, Record<string, string>>; runs: [s
 /** What each recipe's project installs (linked from this repository's node_modules), and the bins it calls. */
 const RECIPE_LINKS: Record<string, string[]> = {
   workers: ["vitest", "@cloudflare/vitest-plugin", "wrangler", "hono", "@upstash/redis", "ioredis"],
+  "workers-running": ["vitest", "@cloudflare/vitest-plugin", "wrangler", "hono", "@upstash/redis", "ioredis"],
   "hono-node": ["vitest", "hono", "@upstash/redis", "ioredis"],
   memory: ["vitest", "@upstash/redis"],
   deno: ["@upstash/redis", "ioredis"],
@@ -450,11 +376,11 @@ const RECIPE_LINKS: Record<string, string[]> = {
 
 describe('the README\'s "Testing your app" recipes, as written', () => {
   const { files, runs } = readmeRecipes();
-  it("covers Workers (vitest-plugin), Hono on Node, memoryNodes, Deno and Bun, each with a command", () => {
+  it("covers Workers (vitest-plugin; nodes it starts, nodes you run), Hono on Node, memoryNodes, Deno and Bun, each with a command", () => {
     expect([...files.keys()].sort()).toEqual(Object.keys(RECIPE_LINKS).sort());
     expect(runs.map(([project]) => project).sort()).toEqual(Object.keys(RECIPE_LINKS).sort());
   });
-  for (const [name, command] of runs) {
+  for (const [name, command] of runs.filter(([name]) => name !== "workers-running")) {
     it(`${name}: ${command}`, async () => {
       const extra: Record<string, string> =
         name === "deno"
@@ -469,3 +395,174 @@ describe('the README\'s "Testing your app" recipes, as written', () => {
     }, 120_000);
   }
 });
+
+describe('the "nodes you run yourself" Workers recipe', () => {
+  const { files, runs } = readmeRecipes();
+  const command = runs.find(([name]) => name === "workers-running")?.[1] ?? "";
+  const own = files.get("workers-running") ?? {};
+  // "The test, the Worker and wrangler.toml are the ones above."
+  const { "vitest.config.ts": _config, "test/local-nodes.ts": _setup, ...shared } = files.get("workers") ?? {};
+
+  it(`passes with npx edge-redlock dev running, and with the nodes stopped says so in one line, before any test and without workerd's flood (${command})`, async () => {
+    const dir = project("recipe-workers-running", { "package.json": json({ name: "recipe-workers-running", private: true, type: "module" }), ...shared, ...own }, RECIPE_LINKS["workers-running"]);
+    linkBins(dir);
+    symlinkSync(join(modules, "vitest/vitest.mjs"), join(dir, "node_modules/.bin/vitest"));
+    const env = { PATH: `${join(dir, "node_modules/.bin")}:${join(modules, ".bin")}:${process.env.PATH}` };
+    const [file, ...args] = command.split(" ");
+
+    const nodes = await background(["npx", "edge-redlock", "dev"], { cwd: dir, env, until: /local nodes running; their variables are in / });
+    ok(await run(file, args, { cwd: dir, env }), `${command} (nodes running)`);
+    await stop(nodes);
+
+    const down = await run(file, args, { cwd: dir, env });
+    const said = down.stdout + down.stderr;
+    expect(down.code, said).not.toBe(0);
+    expect(said).toMatch(/edge-redlock: the local nodes in \.dev\.vars are not running \(UPSTASH_REDIS_REST_URL_1 127\.0\.0\.1:\d+: ECONNREFUSED; .*UPSTASH_REDIS_REST_URL_5 127\.0\.0\.1:\d+: ECONNREFUSED\)\. Start them in another terminal: npx edge-redlock dev/);
+    expect(said).not.toContain("Network connection lost");
+    expect(said).not.toMatch(/pays an order once/); // no test ran
+
+    // The control: the same run without the check shows the flood the check spares the user.
+    writeFileSync(join(dir, "vitest.config.ts"), own["vitest.config.ts"].replace(/\n\s*test: \{ globalSetup: \[[^\]]*\] \},/, ""));
+    const flood = await run(file, args, { cwd: dir, env });
+    expect(flood.code).not.toBe(0);
+    expect(flood.stdout + flood.stderr).toContain("Network connection lost");
+  }, 180_000);
+});
+
+/**
+ * An example's README, as the test reads it: `<!-- example: <step> -->` before a ```sh block, each line of
+ * the block a command (after `#`: a comment). Steps: pack (in the repository root), install, nodes (a
+ * second terminal, runs until stopped), check, serve (runs until stopped).
+ */
+function exampleSteps(name: string): Record<"pack" | "install" | "nodes" | "check" | "serve", string[]> {
+  const readme = readFileSync(join(repo, "examples", name, "README.md"), "utf8");
+  const steps: Record<string, string[]> = {};
+  for (const [, step, block] of readme.matchAll(/<!-- example: (\w+) -->\n```sh\n([\s\S]*?)\n```/g)) {
+    steps[step] = block.split("\n").map((line) => line.replace(/(^|\s)#.*$/, "").trim()).filter(Boolean);
+  }
+  for (const step of ["pack", "install", "nodes", "check", "serve"]) expect(steps[step], `${name}/README.md has no "${step}" block`).toBeDefined();
+  return steps as Record<"pack" | "install" | "nodes" | "check" | "serve", string[]>;
+}
+
+interface ExampleSpec {
+  /** The folder under examples/. */
+  name: string;
+  /** The file `nodes` writes the variables into. */
+  envFile: string;
+  /** What the test adds to the serve command so that it listens on a free port (the only change it makes). */
+  port: (port: number) => { args?: string[]; env?: Record<string, string> };
+  /** The server's counter routes' prefix. */
+  prefix: string;
+  /** How the test knows the server is up: a line it prints (capturing its base URL), else a URL that answers. */
+  ready: (port: number) => RegExp | string;
+}
+
+const EXAMPLES: ExampleSpec[] = [
+  {
+    name: "cloudflare-worker",
+    envFile: ".dev.vars",
+    port: (port) => ({ args: ["--", "--port", String(port), "--ip", "127.0.0.1", "--show-interactive-dev-session=false"] }),
+    prefix: "",
+    ready: (port) => `http://127.0.0.1:${port}/counter/ready`,
+  },
+  { name: "vercel-edge", envFile: ".env.local", port: (port) => ({ args: ["--", "--port", String(port), "--hostname", "127.0.0.1"] }), prefix: "/api", ready: (port) => `http://127.0.0.1:${port}/api/counter/ready` },
+  { name: "deno-deploy", envFile: ".env", port: () => ({ env: { PORT: "0" } }), prefix: "", ready: () => /listening on (http:\/\/127\.0\.0\.1:\d+)/ },
+  { name: "bun", envFile: ".env", port: () => ({ env: { PORT: "0" } }), prefix: "", ready: () => /listening on (http:\/\/127\.0\.0\.1:\d+)/ },
+  { name: "node", envFile: ".env", port: () => ({ env: { PORT: "0" } }), prefix: "", ready: () => /listening on (http:\/\/127\.0\.0\.1:\d+)/ },
+];
+
+/**
+ * What every example command runs with: this repository's node_modules/.bin first on PATH (Node 24, deno,
+ * bun: a user's Node ≥ 22.12 and runtimes), npm told to use its cache before the registry (packages come
+ * from the npm registry as a user's would; the cache makes a second run fast), and none of vitest's own
+ * NODE_ENV=test (with it, next dev reads .env.test.local instead of .env.local).
+ */
+const exampleEnv = (): Record<string, string | undefined> => ({
+  NODE_ENV: undefined,
+  PATH: `${join(modules, ".bin")}:${process.env.PATH}`,
+  npm_config_prefer_offline: "true",
+  npm_config_audit: "false",
+  npm_config_fund: "false",
+  npm_config_update_notifier: "false",
+  NEXT_TELEMETRY_DISABLED: "1",
+});
+
+/** Starts a long-running command in its own process group; resolves once `until` finds its output. */
+function background(command: string[], options: { cwd: string; env: Record<string, string | undefined>; until: RegExp }): Promise<ChildProcess> {
+  const [file, ...args] = command;
+  const child = spawn(file, args, { cwd: options.cwd, env: { ...process.env, ...quiet, ...options.env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  children.add(child);
+  let output = "";
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${command.join(" ")} did not get ready within 60 s:\n${output}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      output += String(chunk);
+      if (options.until.test(output)) {
+        clearTimeout(timer);
+        resolve(child);
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${command.join(" ")} exited (${code}):\n${output}`));
+    });
+  });
+}
+
+describe("the examples, each as its README says (a copy of the folder beside the tarball)", () => {
+  for (const spec of EXAMPLES) {
+    it(`${spec.name}: install, local nodes, check, serve; the counter holds the lock`, async () => {
+      const steps = exampleSteps(spec.name);
+      // The README's first step is what beforeAll ran in the repository root (npm ci is this repository's install).
+      expect(steps.pack).toEqual(["npm ci && npm pack"]);
+      const pkg = JSON.parse(readFileSync(join(repo, "examples", spec.name, "package.json"), "utf8")) as { dependencies: Record<string, string> };
+      expect(pkg.dependencies["edge-redlock"]).toBe(`file:../../${tarball.split("/").pop()}`);
+
+      const dir = join(scratch, "examples", spec.name);
+      cpSync(join(repo, "examples", spec.name), dir, { recursive: true, filter: (path) => !/\/(node_modules|\.next|\.wrangler)$|\.dev\.vars$|\/\.env(\.local)?$/.test(path) });
+      const env = exampleEnv();
+      for (const line of steps.install) ok(await run(...splitCommand(line), { cwd: dir, env }), line);
+
+      const [nodesCommand] = steps.nodes;
+      const nodes = await background(nodesCommand.split(" "), { cwd: dir, env, until: /local nodes running; their variables are in / });
+      try {
+        const written = readFileSync(join(dir, spec.envFile), "utf8");
+        const vars = Object.fromEntries(written.split("\n").filter((l) => l.includes("=")).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+        const holderNodes = [1, 2, 3, 4, 5].map((n) => ({ url: vars[envNames(n).url], token: vars[envNames(n).token] }));
+        for (const line of steps.check) ok(await run(...splitCommand(line), { cwd: dir, env }), line);
+
+        const [serveCommand] = steps.serve;
+        const port = await freePort();
+        const extra = spec.port(port);
+        const [file, ...args] = serveCommand.split(" ");
+        const ready = spec.ready(port);
+        const base = await serve(file, [...args, ...(extra.args ?? [])], { cwd: dir, env: { ...env, ...extra.env }, ready });
+        const origin = new URL(base).origin + spec.prefix;
+        await exerciseCounter(overHttp(origin), spec.name, holderNodes);
+
+        if (spec.name === "cloudflare-worker") {
+          // using() inside ctx.waitUntil: answered 202 at once, the increments land after the responses.
+          const accepted = await Promise.all(Array.from({ length: 3 }, () => fetch(`${origin}/counter/worker-bg/background`, { method: "POST" })));
+          expect(accepted.map((r) => r.status)).toEqual([202, 202, 202]);
+          let value = 0;
+          for (let i = 0; i < 100 && value < 3; i++) {
+            value = ((await (await fetch(`${origin}/counter/worker-bg`)).json()) as { value: number }).value;
+            if (value < 3) await new Promise((r) => setTimeout(r, 100));
+          }
+          expect(value).toBe(3);
+        }
+      } finally {
+        await stop(nodes);
+      }
+    }, 240_000);
+  }
+});
+
+/** A README command line as file and arguments (`a && b` is not used in the steps the test runs). */
+function splitCommand(line: string): [string, string[]] {
+  expect(line, "one command per line").not.toMatch(/&&|\||;|'|"/);
+  const [file, ...args] = line.split(/\s+/);
+  return [file, args];
+}
