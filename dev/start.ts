@@ -8,6 +8,8 @@ import { fileURLToPath } from "node:url";
 import { startCluster } from "./cluster.ts";
 import { freePort } from "./redis-server.ts";
 import { envNames } from "../src/node/env.ts";
+import { checkLocalNodes } from "../src/testing/running.ts";
+import { watchNodes } from "./watch-nodes.ts";
 
 const runtime = process.argv.includes("--deno") ? "deno" : "workers";
 const cluster = await startCluster({ nodes: 5 });
@@ -17,12 +19,19 @@ cluster.nodes.forEach((node, i) => {
   vars[names.url] = node.url;
   vars[names.token] = node.token;
 });
+// The nodes answer before the demo starts: a failure here is one line, not a Worker that fails every request.
+await checkLocalNodes(vars, { source: "npm start's local nodes" }).catch(async (error: Error) => {
+  process.stderr.write(`${error.message}\n`);
+  await cluster.stop();
+  process.exit(1);
+});
 const port = Number(process.env.PORT ?? 0) || (await freePort());
 const quiet = { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" };
 const bin = (path: string) => fileURLToPath(new URL(`../node_modules/${path}`, import.meta.url));
 
 let child: ChildProcess;
 let secrets: string | undefined;
+let unwatch = () => {};
 if (runtime === "workers") {
   const wrangler = bin("wrangler/bin/wrangler.js");
   secrets = mkdtempSync(join(tmpdir(), "edge-redlock-demo-"));
@@ -49,6 +58,7 @@ let stopping = false;
 async function stop(code = 0): Promise<never> {
   if (!stopping) {
     stopping = true;
+    unwatch();
     if (child.pid) {
       try {
         process.kill(-child.pid, "SIGTERM");
@@ -110,3 +120,4 @@ Try:
 
 Ctrl-C stops everything.
 `);
+unwatch = watchNodes(vars, (line) => process.stderr.write(`${line}\n`));
