@@ -1,8 +1,8 @@
 // onEvent on the real cluster: every acquisition, retry, extension, loss and release is reported, with
 // the nodes' tally; a handler that throws never breaks the lock; no event carries a token or a lock value.
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LockAcquisitionError, LockExtensionError, Redlock, type LockEvent } from "../../src/index.ts";
-import { settle, useCluster } from "./fixture.ts";
+import { loadScripts, settle, useCluster } from "./fixture.ts";
 
 const env = useCluster();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -11,9 +11,12 @@ const configs = () => env.cluster.nodes.map(({ url, token }) => ({ url, token })
 /** A Redlock whose events land in `events`. */
 function observed(options: ConstructorParameters<typeof Redlock>[1] = {}) {
   const events: LockEvent[] = [];
-  const redlock = new Redlock(configs(), { nodeTimeout: 200, onEvent: (event) => events.push(event), ...options });
+  const redlock = new Redlock(configs(), { nodeTimeout: 500, onEvent: (event) => events.push(event), ...options });
   return { redlock, events };
 }
+
+// Scripts loaded on every node first: a cold node's first EVAL is not what these tests are about.
+beforeEach(() => loadScripts(env));
 
 afterEach(async () => {
   await Promise.all(env.admins.map((a) => a.reset()));
@@ -104,8 +107,9 @@ describe("onEvent (real cluster)", () => {
 
     const permit = await redlock.semaphore("events:sem", 2).acquire(2_000);
     await permit.release();
+    // The nodes just resumed: a first attempt may time out (then a retry event comes first).
     const permits = events.filter((e) => e.kind === "permit").map((e) => e.type);
-    expect(permits).toEqual(["acquire", "release"]);
+    expect(permits.filter((type) => type !== "retry")).toEqual(["acquire", "release"]);
     expect(events.find((e) => e.kind === "permit")).toMatchObject({ resources: ["events:sem"], outcome: "held" });
   });
 
