@@ -1,7 +1,7 @@
 // An in-memory Redis node on a virtual clock, with the semantics of the library's scripts
 // (test/integration/sim-conformance.test.ts runs the same operations on real Redis and compares).
 import type { RedlockNode } from "../../src/node/node.ts";
-import type { Script } from "../../src/scripts/index.ts";
+import { QUEUE_EPOCH_MS, type Script } from "../../src/scripts/index.ts";
 import type { VirtualClock } from "./virtual-clock.ts";
 
 /** How the node behaves: `up` answers, `down` fails, `hang` never answers, `garbage` answers nonsense. */
@@ -37,6 +37,10 @@ export class SimNode implements RedlockNode {
   /** The naive semaphore's holders per key (value → expiry), for the negative control. */
   readonly #admitted = new Map<string, Map<string, number>>();
   #store = new Map<string, { value: string; expiresAt: number }>();
+  /** Wait queues (sorted sets): ticket → deadline on the queue's own clock (QUEUE_EPOCH_MS − its PTTL). */
+  #queues = new Map<string, { waiters: Map<string, number>; expiresAt: number }>();
+  /** Negative control: grant as if no queue existed (the fair scripts still enqueue). */
+  ignoreQueue = false;
   #clock: VirtualClock;
 
   constructor(clock: VirtualClock, label: string) {
@@ -60,6 +64,58 @@ export class SimNode implements RedlockNode {
     const entry = this.#store.get(key);
     if (!entry || entry.expiresAt <= this.#clock.now()) return -2;
     return entry.expiresAt - this.#clock.now();
+  }
+
+  /** A queue's live entries (ticket → deadline on its clock), as `ZRANGE … WITHSCORES` would list them, or undefined. */
+  queue(key: string): Map<string, number> | undefined {
+    const queue = this.#queues.get(key);
+    if (!queue || queue.expiresAt <= this.#clock.now()) return undefined;
+    return queue.waiters;
+  }
+
+  /** The queue's PTTL (-2: absent). */
+  queuePttl(key: string): number {
+    const queue = this.#queues.get(key);
+    if (!queue || queue.expiresAt <= this.#clock.now()) return -2;
+    return queue.expiresAt - this.#clock.now();
+  }
+
+  #queueNow(key: string): number | undefined {
+    const queue = this.#queues.get(key);
+    if (!queue || queue.expiresAt <= this.#clock.now()) return undefined;
+    let now = QUEUE_EPOCH_MS - (queue.expiresAt - this.#clock.now());
+    if (now > QUEUE_EPOCH_MS / 2) {
+      for (const [ticket, deadline] of queue.waiters) queue.waiters.set(ticket, deadline - now);
+      queue.expiresAt = this.#clock.now() + QUEUE_EPOCH_MS;
+      now = 0;
+    }
+    return now;
+  }
+
+  #ahead(key: string, ticket: string): number {
+    const now = this.#queueNow(key);
+    if (now === undefined) return 0;
+    const queue = this.#queues.get(key)!;
+    for (const [waiter, deadline] of queue.waiters) if (deadline <= now) queue.waiters.delete(waiter);
+    if (queue.waiters.size === 0) this.#queues.delete(key);
+    if (this.ignoreQueue) return 0;
+    return [...queue.waiters.keys()].filter((waiter) => waiter < ticket).length;
+  }
+
+  #enqueue(key: string, ticket: string, lease: number): void {
+    const now = this.#queueNow(key);
+    if (now === undefined) {
+      this.#queues.set(key, { waiters: new Map([[ticket, lease]]), expiresAt: this.#clock.now() + QUEUE_EPOCH_MS });
+      return;
+    }
+    this.#queues.get(key)!.waiters.set(ticket, now + lease);
+  }
+
+  #dequeue(key: string, ticket: string): void {
+    const queue = this.#queues.get(key);
+    if (!queue) return;
+    queue.waiters.delete(ticket);
+    if (queue.waiters.size === 0) this.#queues.delete(key);
   }
 
   /** Keys with a live value. */
@@ -110,6 +166,49 @@ export class SimNode implements RedlockNode {
         else if (pttl >= 0 && (soonest === -1 || pttl < soonest)) soonest = pttl;
       });
       return [0, soonest, free];
+    }
+    if (name === "fair-acquire") {
+      const n = Number(args[2]);
+      const [ticket, lease, enqueue] = [args[3], Number(args[4]), args[5] === "1"];
+      const pttls = keys.slice(0, n).map((key) => this.pttl(key)).filter((pttl) => pttl !== -2);
+      const ahead = Math.max(0, ...keys.slice(n, 2 * n).map((queue) => this.#ahead(queue, ticket)));
+      if (pttls.length > 0 || ahead > 0) {
+        if (enqueue) for (const queue of keys.slice(n, 2 * n)) this.#enqueue(queue, ticket, lease);
+        return [0, pttls.length > 0 ? Math.max(...pttls) : -2, ahead];
+      }
+      for (const queue of keys.slice(n, 2 * n)) this.#dequeue(queue, ticket);
+      return this.#execute("acquire", [...keys.slice(0, n), ...keys.slice(2 * n)], [value, ttlText, String(n)]);
+    }
+    if (name === "fair-semaphore-acquire") {
+      const limit = keys.length - 1;
+      const [slot, ticket, lease, enqueue] = [Number(args[2]) - 1, args[3], Number(args[4]), args[5] === "1"];
+      const free: number[] = [];
+      let soonest = -1;
+      keys.slice(0, limit).forEach((key, i) => {
+        const pttl = this.pttl(key);
+        if (pttl === -2) free.push(i);
+        else if (pttl >= 0 && (soonest === -1 || pttl < soonest)) soonest = pttl;
+      });
+      const ahead = this.#ahead(keys[limit], ticket);
+      if (slot < limit && this.get(keys[slot]) === undefined && ahead < free.length) {
+        this.#dequeue(keys[limit], ticket);
+        this.set(keys[slot], value, ttl);
+        return [1];
+      }
+      if (enqueue) this.#enqueue(keys[limit], ticket, lease);
+      return [0, soonest, free, ahead];
+    }
+    if (name === "leave") {
+      const n = keys.length / 2;
+      let released = 0;
+      for (let i = 0; i < n; i++) {
+        if (this.get(keys[i]) === value) {
+          this.#store.delete(keys[i]);
+          released++;
+        }
+        this.#dequeue(keys[n + i], args[1]);
+      }
+      return released;
     }
     if (name === "inspect") return keys.map((key) => (this.get(key) === undefined ? 0 : [this.get(key), this.pttl(key)]));
     if (name === "naive-semaphore") {
