@@ -28,6 +28,12 @@ export interface RedlockOptions {
    * as one pipeline request. Default true. Applies to the clients built from `{ url, token }`.
    */
   batching?: boolean;
+  /**
+   * Wait in line: an acquisition that retries joins a wait queue per resource on every node and is served
+   * in order of its first attempt (docs/SAFETY.md, "Fair waiting"). `false`: retry at random, as before.
+   * Default true.
+   */
+  fair?: boolean;
   /** Time source; replace only in tests (see {@link Clock}). */
   clock?: Clock;
 }
@@ -47,6 +53,8 @@ export interface AcquireOptions {
   retryJitter?: number;
   /** Give up once the next attempt would start more than this many ms after the call (0 = one attempt). */
   maxWait?: number;
+  /** Wait in line (see {@link RedlockOptions.fair}); `false` retries at random. Default: the instance's. */
+  fair?: boolean;
   /**
    * Hand out a fencing token (`lock.fence`): costs one more round trip (the write-back round).
    * Default false.
@@ -76,6 +84,8 @@ export interface RetryPolicy {
   /** Give up once the next attempt would start more than this many ms after the first. */
   maxWait?: number;
   signal?: AbortSignal;
+  /** Wait in the nodes' queues (only when the acquisition may retry: one try never enqueues). */
+  fair: boolean;
 }
 
 /** Options after defaults and checks (every field set). */
@@ -89,7 +99,14 @@ export const DEFAULTS: Readonly<Omit<ResolvedOptions, "clock">> = Object.freeze(
   driftFactor: 0.01,
   nodeTimeout: 500,
   batching: true,
+  fair: true,
 });
+
+/**
+ * How long a waiter's queue entry lives after its latest attempt ran on a node (ms): a waiter that
+ * vanished holds the queue up at most this long. Waits between a waiter's attempts stay well below it.
+ */
+export const WAITER_LEASE_MS = 300;
 
 /** The longest ttl accepted (2^31 − 1 ms, the largest timer delay runtimes support). */
 export const MAX_TTL = 2 ** 31 - 1;

@@ -6,6 +6,7 @@ import { inspectResources, type Inspection } from "./lock/inspect.ts";
 import { holdWhile } from "./lock/keeper.ts";
 import { Lifecycle } from "./lock/lifecycle.ts";
 import { Lock, type ReleaseResult } from "./lock/lock.ts";
+import { Line } from "./lock/queue.ts";
 import { nodesFromEnv, type EnvOptions } from "./node/env.ts";
 import { toNodes, type NodeInput } from "./node/input.ts";
 import type { RedlockNode } from "./node/node.ts";
@@ -16,9 +17,10 @@ import {
   type ResolvedOptions,
   type UsingOptions,
 } from "./options.ts";
-import { retrying } from "./quorum/retry.ts";
+import { retrying, type Attempt } from "./quorum/retry.ts";
 import { Rounds } from "./quorum/rounds.ts";
 import { FENCE } from "./scripts/fencing.ts";
+import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE } from "./scripts/fair.ts";
 import { ACQUIRE, FENCED_ACQUIRE } from "./scripts/lock.ts";
 import { Semaphore } from "./semaphore/semaphore.ts";
 
@@ -98,32 +100,47 @@ export class Redlock {
     if (options.fencing !== undefined && typeof options.fencing !== "boolean")
       throw new InvalidArgumentError("options.fencing", "must be a boolean");
     const fencing = options.fencing === true;
-    const roundKeys = fencing ? [...keys, ...keys.map(fenceKey)] : keys;
+    const fenceKeys = fencing ? keys.map(fenceKey) : [];
     const rounds = this.#rounds;
     const lifecycle = this.#lifecycle;
-    return retrying(rounds.clock, keys, policy, async (attempt) => {
-      const grant = await rounds.grant(
-        fencing ? FENCED_ACQUIRE : ACQUIRE,
-        roundKeys,
-        (value) => [value, String(ttl), String(keys.length)],
-        policy.signal,
-      );
-      let round = grant.round;
-      let fence: string | undefined;
-      if (fencing && rounds.holds(round, ttl, grant.start)) {
-        // Fencing: raise the counters to the token on a quorum that still holds the lock (docs/SAFETY.md, "Fencing").
-        // Every grant of FENCED_ACQUIRE carries a counter (a bare grant is an error vote).
-        fence = maxFence(round.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
-        round = await rounds.round(FENCE, roundKeys, [grant.value, fence], {
-          signal: policy.signal,
-          decide: "outcome",
-          cancelStragglers: true,
-        });
-      }
-      if (rounds.holds(round, ttl, grant.start))
-        return { held: new Lock(keys, grant.value, attempt, fence, lifecycle.held(grant, ttl)) };
-      return lifecycle.failed(attempt, round, grant, ttl, keys);
-    });
+    // Fair by default: one ticket for the whole acquisition; the queue keys ride in the same request.
+    // A single try (no retries) still respects the line, but never joins it.
+    const fair = (options.fair ?? this.options.fair) !== false;
+    const line = fair ? new Line(rounds.clock, keys) : undefined;
+    const script = line ? (fencing ? FENCED_FAIR_ACQUIRE : FAIR_ACQUIRE) : fencing ? FENCED_ACQUIRE : ACQUIRE;
+    const roundKeys = [...keys, ...(line?.queues ?? []), ...fenceKeys];
+    const args = (value: string) => [value, String(ttl), String(keys.length), ...(line?.args(policy.fair) ?? [])];
+    const leave = line && policy.fair ? () => lifecycle.leave(keys, line.queues, line.ticket) : undefined;
+    return retrying(
+      rounds.clock,
+      keys,
+      policy,
+      async (attempt): Promise<Attempt<Lock>> => {
+        const grant = await rounds.grant(script, roundKeys, args, policy.signal);
+        let round = grant.round;
+        let fence: string | undefined;
+        if (fencing && rounds.holds(round, ttl, grant.start)) {
+          // Fencing: raise the counters to the token on a quorum that still holds the lock (docs/SAFETY.md, "Fencing").
+          // Every grant of a fenced acquire carries a counter (a bare grant is an error vote).
+          fence = maxFence(round.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
+          round = await rounds.round(FENCE, [...keys, ...fenceKeys], [grant.value, fence], {
+            signal: policy.signal,
+            decide: "outcome",
+            cancelStragglers: true,
+          });
+        }
+        if (rounds.holds(round, ttl, grant.start)) {
+          const queue = line ? { keys: line.queues, ticket: line.ticket } : undefined;
+          return { held: new Lock(keys, grant.value, attempt, fence, { ...lifecycle.held(grant, ttl), queue }) };
+        }
+        const failure = lifecycle.failed(attempt, round, grant, ttl, keys);
+        if (!line || !policy.fair) return failure;
+        const split = grant.round.granted > 0;
+        return { ...failure, waitMs: line.wait(grant.round, grant.start), settleFirst: split };
+      },
+      "lock",
+      leave,
+    );
   }
 
   /**

@@ -1,18 +1,26 @@
-// The retry loop of an acquisition: attempt, and after each failure wait retryDelay ± retryJitter.
+// The retry loop of an acquisition: attempt, and after each failure wait — as the nodes said (fair), or
+// retryDelay ± retryJitter (random) — until held or out of retries, maxWait or signal.
 import { LockAcquisitionError, type AttemptTally } from "../errors.ts";
 import type { RetryPolicy } from "../options.ts";
 import type { Clock } from "../support/clock.ts";
 import { randomUnit } from "../support/random.ts";
+import { holderFreeIn } from "./waits.ts";
 
 /**
  * What an attempt came to: held (with the cleanup of any earlier try of the same attempt), or failed with
- * its tally and the cleanup of what it may have set.
+ * its tally and the cleanup of what it may have set. A failed attempt may say how long to wait before the
+ * next one (`waitMs`, informed by the nodes) and whether its cleanup must be over first (`settleFirst`: a
+ * split vote's partial grants are released before the retry, so the next round finds the key free).
  */
-export type Attempt<T> = { held: T; cleanup?: Promise<void> } | { failed: AttemptTally; cleanup: Promise<void> };
+export type Attempt<T> =
+  | { held: T; cleanup?: Promise<void> }
+  | { failed: AttemptTally; cleanup: Promise<void>; waitMs?: number; settleFirst?: boolean };
 
 /**
- * Runs `attempt` until it holds; after each failure waits `retryDelay ± retryJitter` (random), until
- * the retries, `maxWait` or the signal run out. Every attempt's cleanup has run before this settles.
+ * Runs `attempt` until it holds; after each failure waits `waitMs` when the attempt gave one, else
+ * `retryDelay ± retryJitter` (random), until the retries, `maxWait` or the signal run out. Gives up at
+ * once when a quorum's worth of refusals shows the holder keeps the lock past `maxWait`. Every attempt's
+ * cleanup has run before this settles, and then `leave` (a waiter that stops takes itself out of line).
  * @throws {LockAcquisitionError} with every attempt's tally when none held.
  * @example
  * ```ts
@@ -25,26 +33,39 @@ export async function retrying<T>(
   policy: RetryPolicy,
   attempt: (n: number) => Promise<Attempt<T>>,
   what: "lock" | "permit" = "lock",
+  leave?: () => Promise<void>,
 ): Promise<T> {
   const { signal, maxWait } = policy;
   const began = clock.now();
   const tallies: AttemptTally[] = [];
   const cleanups: Promise<void>[] = [];
+  let held = false;
   try {
     for (let n = 1; ; n++) {
       signal?.throwIfAborted();
       const outcome = await attempt(n);
       if (outcome.cleanup) cleanups.push(outcome.cleanup);
-      if ("held" in outcome) return outcome.held;
+      if ("held" in outcome) {
+        held = true;
+        return outcome.held;
+      }
       tallies.push(outcome.failed);
       signal?.throwIfAborted();
       if (policy.retryCount !== -1 && n > policy.retryCount) break;
-      const delay = Math.max(0, policy.retryDelay + (2 * randomUnit() - 1) * policy.retryJitter);
-      if (maxWait !== undefined && clock.now() + delay - began > maxWait) break;
+      const delay = outcome.waitMs ?? Math.max(0, policy.retryDelay + (2 * randomUnit() - 1) * policy.retryJitter);
+      if (maxWait !== undefined) {
+        const waited = clock.now() - began;
+        if (waited + delay > maxWait) break;
+        // The holder keeps a quorum past maxWait (as a quorum of nodes reported it): polling is for nothing.
+        const free = holderFreeIn(outcome.failed.votes);
+        if (free !== undefined && waited + free > maxWait) break;
+      }
+      if (outcome.settleFirst) await outcome.cleanup;
       await clock.sleep(delay, signal);
     }
   } finally {
     await Promise.all(cleanups);
+    if (!held && leave) await leave();
   }
   throw new LockAcquisitionError(resources, tallies, what);
 }
