@@ -9,7 +9,10 @@ import type { Clock } from "./support/clock.ts";
  * ```
  */
 export interface RedlockOptions {
-  /** Attempts after the first one; `-1` retries until the caller's signal aborts. Default 10. */
+  /**
+   * Attempts after the first one; `-1` retries until the caller's signal aborts. Default 10. A fair
+   * acquisition asks as often as the queue says, and spends `retryCount × retryDelay` ms instead.
+   */
   retryCount?: number;
   /** Mean wait between attempts in ms. Default 200. */
   retryDelay?: number;

@@ -6,7 +6,7 @@ import { inspectResources, type Inspection } from "./lock/inspect.ts";
 import { holdWhile } from "./lock/keeper.ts";
 import { Lifecycle } from "./lock/lifecycle.ts";
 import { Lock, type ReleaseResult } from "./lock/lock.ts";
-import { Line } from "./lock/queue.ts";
+import { Line, queueKey } from "./lock/queue.ts";
 import { nodesFromEnv, type EnvOptions } from "./node/env.ts";
 import { toNodes, type NodeInput } from "./node/input.ts";
 import type { RedlockNode } from "./node/node.ts";
@@ -106,7 +106,7 @@ export class Redlock {
     // Fair by default: one ticket for the whole acquisition; the queue keys ride in the same request.
     // A single try (no retries) still respects the line, but never joins it.
     const fair = (options.fair ?? this.options.fair) !== false;
-    const line = fair ? new Line(rounds.clock, keys) : undefined;
+    const line = fair ? new Line(rounds.clock, keys.map(queueKey)) : undefined;
     const script = line ? (fencing ? FENCED_FAIR_ACQUIRE : FAIR_ACQUIRE) : fencing ? FENCED_ACQUIRE : ACQUIRE;
     const roundKeys = [...keys, ...(line?.queues ?? []), ...fenceKeys];
     const args = (value: string) => [value, String(ttl), String(keys.length), ...(line?.args(policy.fair) ?? [])];

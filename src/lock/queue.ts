@@ -8,6 +8,9 @@ import { randomUnit, waiterTicket } from "../support/random.ts";
 /** Prefix of the wait-queue keys on the lock nodes (one sorted set per resource). */
 export const QUEUE_PREFIX = `${RESERVED_PREFIX}queue:`;
 
+/** Prefix of a semaphore's wait-queue key (apart from the resources' queues: a resource may be named `semaphore:…`). */
+export const SEMAPHORE_QUEUE_PREFIX = `${RESERVED_PREFIX}semaphore-queue:`;
+
 /**
  * The wait-queue key of a resource (or of a semaphore) on the lock nodes.
  * @example
@@ -27,7 +30,7 @@ const WAIT_CAP_MS = (WAITER_LEASE_MS * 2) / 3;
  * every attempt, and the pace of the line it has seen so far.
  * @example
  * ```ts
- * const line = new Line(clock, ["k"]);
+ * const line = new Line(clock, [queueKey("k")]);
  * const args = [value, String(ttl), "1", ...line.args(true)];
  * ```
  */
@@ -37,10 +40,10 @@ export class Line {
   readonly #clock: Clock;
   readonly #pace: LinePace = {};
 
-  constructor(clock: Clock, resources: readonly string[]) {
+  constructor(clock: Clock, queues: readonly string[]) {
     this.#clock = clock;
     this.ticket = waiterTicket(clock.epoch());
-    this.queues = resources.map(queueKey);
+    this.queues = [...queues];
   }
 
   /** The fair scripts' ARGV after value, ttl and n/slot: ticket, lease, and whether to join the line. */

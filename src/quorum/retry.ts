@@ -18,7 +18,8 @@ export type Attempt<T> =
 
 /**
  * Runs `attempt` until it holds; after each failure waits `waitMs` when the attempt gave one, else
- * `retryDelay ± retryJitter` (random), until the retries, `maxWait` or the signal run out. Gives up at
+ * `retryDelay ± retryJitter` (random), until the retries, `maxWait` or the signal run out. With informed
+ * waits the retries are a time budget of `retryCount × retryDelay` (a waiter asks more often than that). Gives up at
  * once when a quorum's worth of refusals shows the holder keeps the lock past `maxWait`. Every attempt's
  * cleanup has run before this settles, and then `leave` (a waiter that stops takes itself out of line).
  * @throws {LockAcquisitionError} with every attempt's tally when none held.
@@ -37,6 +38,7 @@ export async function retrying<T>(
 ): Promise<T> {
   const { signal, maxWait } = policy;
   const began = clock.now();
+  const budget = policy.retryCount * policy.retryDelay;
   const tallies: AttemptTally[] = [];
   const cleanups: Promise<void>[] = [];
   let held = false;
@@ -51,8 +53,12 @@ export async function retrying<T>(
       }
       tallies.push(outcome.failed);
       signal?.throwIfAborted();
-      if (policy.retryCount !== -1 && n > policy.retryCount) break;
       const delay = outcome.waitMs ?? Math.max(0, policy.retryDelay + (2 * randomUnit() - 1) * policy.retryJitter);
+      if (policy.retryCount !== -1) {
+        // Informed waits are short and many: the retries then buy time (retryCount × retryDelay), not attempts.
+        const spent = outcome.waitMs === undefined ? n > policy.retryCount : clock.now() - began + delay > budget;
+        if (spent) break;
+      }
       if (maxWait !== undefined) {
         const waited = clock.now() - began;
         if (waited + delay > maxWait) break;

@@ -63,7 +63,8 @@ export class SimNode implements RedlockNode {
   pttl(key: string): number {
     const entry = this.#store.get(key);
     if (!entry || entry.expiresAt <= this.#clock.now()) return -2;
-    return entry.expiresAt - this.#clock.now();
+    // Redis answers whole ms (virtual time may be fractional: random waits).
+    return Math.ceil(entry.expiresAt - this.#clock.now());
   }
 
   /** A queue's live entries (ticket → deadline on its clock), as `ZRANGE … WITHSCORES` would list them, or undefined. */
@@ -71,6 +72,14 @@ export class SimNode implements RedlockNode {
     const queue = this.#queues.get(key);
     if (!queue || queue.expiresAt <= this.#clock.now()) return undefined;
     return queue.waiters;
+  }
+
+  /** The tickets of a queue whose lease has not run out (what the scripts count as waiting). */
+  liveWaiters(key: string): string[] {
+    const queue = this.#queues.get(key);
+    if (!queue || queue.expiresAt <= this.#clock.now()) return [];
+    const now = QUEUE_EPOCH_MS - (queue.expiresAt - this.#clock.now());
+    return [...queue.waiters].filter(([, deadline]) => deadline > now).map(([ticket]) => ticket);
   }
 
   /** The queue's PTTL (-2: absent). */

@@ -155,7 +155,7 @@ function starved(scenario: Scenario, outcome: Outcome): string[] {
 
 describe("fair waiting on the simulator (fast-check)", () => {
   it("never two valid holders, and every client that keeps asking is served within its bound", async () => {
-    const runs = Number(process.env.FC_RUNS ?? 60);
+    const runs = Number(process.env.FC_RUNS ?? 150);
     let grants = 0;
     await fc.assert(
       fc.asyncProperty(scenarioArb, async (scenario) => {
