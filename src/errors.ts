@@ -115,9 +115,14 @@ export class LockAcquisitionError extends RedlockError {
     this.attempts = attempts;
   }
 
-  /** The holder's remaining time as the denying nodes of the last attempt reported it (ms), if known. */
+  /**
+   * When to ask again (ms), if known: the holder's remaining time as the denying nodes of the last attempt
+   * reported it, times one plus the waiters that were ahead in line (each may hold as long).
+   */
   get retryAfterMs(): number | undefined {
-    return holderPttl(this.attempts[this.attempts.length - 1]);
+    const last = this.attempts[this.attempts.length - 1];
+    const pttl = holderPttl(last);
+    return pttl === undefined ? undefined : pttl * (1 + (waitersAhead(last) ?? 0));
   }
 }
 
@@ -179,6 +184,13 @@ function describe(reason: FailureReason, tally: AttemptTally, what: "lock" | "pe
   }
   if (reason === "lost") return `its keys are gone from the nodes (${counts})`;
   return what === "permit" ? `every permit is held (${counts})` : `held by another holder (${counts})`;
+}
+
+/** The median of the places in line the denying nodes reported, if any did. */
+function waitersAhead(tally: AttemptTally | undefined): number | undefined {
+  const places = (tally?.votes ?? []).flatMap((v) => (v.outcome === "denied" && v.position !== undefined ? [v.position] : []));
+  if (places.length === 0) return undefined;
+  return places.sort((a, b) => a - b)[Math.floor((places.length - 1) / 2)];
 }
 
 function holderPttl(tally: AttemptTally | undefined): number | undefined {
