@@ -63,8 +63,9 @@ export async function retrying<T>(
         const waited = clock.now() - began;
         if (waited + delay > maxWait) break;
         // The holder keeps a quorum past maxWait (as a quorum of nodes reported it): polling is for nothing.
+        // (Against maxWait as a whole, as the first refusal shows it: holders often release early.)
         const free = holderFreeIn(outcome.failed.votes);
-        if (free !== undefined && waited + free > maxWait) break;
+        if (free !== undefined && free > maxWait) break;
       }
       if (outcome.settleFirst) await outcome.cleanup;
       await clock.sleep(delay, signal);

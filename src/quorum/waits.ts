@@ -3,8 +3,8 @@ import type { NodeVote } from "../scripts/vote.ts";
 import { quorumOf } from "./rules.ts";
 
 /** The first in line asks again after about one round trip, within these bounds (ms). */
-const FIRST_POLL_MIN_MS = 5;
-const FIRST_POLL_MAX_MS = 40;
+const FIRST_POLL_MIN_MS = 3;
+const FIRST_POLL_MAX_MS = 20;
 /** Random spread added to every informed wait (ms), so waiters do not ask in lockstep. */
 const JITTER_MS = 5;
 /** After a split vote (grants, but no quorum): retry at once, within this jitter (ms). */
@@ -80,7 +80,16 @@ export function fairWait(
   else if (position < pace.first.position)
     pace.serviceMs = (now - pace.first.at) / (pace.first.position - position);
   const holder = holderFreeIn(votes);
-  let wait = position === 0 ? poll : position * (pace.serviceMs ?? poll * 2);
+  // The first asks a few times per holder (the pace the line moves at), the next in line half as often; further
+  // back, in proportion to the places ahead of the next in line. Only the first two ask faster than the pace:
+  // one asking late would slow the whole line down to its own guess.
+  const service = pace.serviceMs ?? poll * 2;
+  let wait =
+    position === 0
+      ? Math.max(poll, service / 4)
+      : position === 1
+        ? Math.max(poll, service / 2)
+        : (position - 1) * service;
   if (holder !== undefined && holder < wait) wait = holder;
   return Math.max(0, Math.min(cap, wait + jitter));
 }
