@@ -188,7 +188,9 @@ function describe(reason: FailureReason, tally: AttemptTally, what: "lock" | "pe
 
 /** The median of the places in line the denying nodes reported, if any did. */
 function waitersAhead(tally: AttemptTally | undefined): number | undefined {
-  const places = (tally?.votes ?? []).flatMap((v) => (v.outcome === "denied" && v.position !== undefined ? [v.position] : []));
+  const places = (tally?.votes ?? []).flatMap((v) =>
+    v.outcome === "denied" && v.position !== undefined ? [v.position] : [],
+  );
   if (places.length === 0) return undefined;
   return places.sort((a, b) => a - b)[Math.floor((places.length - 1) / 2)];
 }

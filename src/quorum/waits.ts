@@ -77,8 +77,7 @@ export function fairWait(
   const position = queuePosition(votes) ?? 0;
   const poll = Math.min(FIRST_POLL_MAX_MS, Math.max(FIRST_POLL_MIN_MS, roundMs));
   if (!pace.first) pace.first = { at: now, position };
-  else if (position < pace.first.position)
-    pace.serviceMs = (now - pace.first.at) / (pace.first.position - position);
+  else if (position < pace.first.position) pace.serviceMs = (now - pace.first.at) / (pace.first.position - position);
   const holder = holderFreeIn(votes);
   // The first asks a few times per holder (the pace the line moves at), the next in line half as often; further
   // back, in proportion to the places ahead of the next in line. Only the first two ask faster than the pace:

@@ -13,6 +13,11 @@ import type { Vote } from "./vote.ts";
  * the queues has a smaller ticket; the grant leaves the queues. Otherwise refuses with the longest PTTL
  * (-2 when only the queue stood in the way) and the most waiters ahead in any queue, and (ARGV[6])
  * joins or refreshes the queues with a deadline of the lease from now. The queue only takes grants away.
+ * @example
+ * ```ts
+ * const keys = ["orders:42", "edge-redlock:queue:orders:42"];
+ * const reply = await redis.evalsha(sha, keys, [value, "10000", "1", ticket, "300", "1"]); // [0, 4200, 2]
+ * ```
  */
 export const FAIR_ACQUIRE: Script = {
   name: "fair-acquire",
@@ -61,7 +66,11 @@ return {1}`,
   vote: (reply) => (isRefusal(reply) ? fairRefusal(reply) : grantOrRefuse(reply)),
 };
 
-/** {@link FAIR_ACQUIRE} with fence counters in KEYS: only a grant that carries a counter counts. */
+/** {@link FAIR_ACQUIRE} with fence counters in KEYS: only a grant that carries a counter counts. * @example
+ * ```ts
+ * FENCED_FAIR_ACQUIRE.vote([1, "1732406400000001"]); // { outcome: "granted", fence: "1732406400000001" }
+ * ```
+ */
 export const FENCED_FAIR_ACQUIRE: Script = {
   ...FAIR_ACQUIRE,
   vote: (reply) => (isRefusal(reply) ? fairRefusal(reply) : grantWithFence(reply)),
@@ -75,6 +84,10 @@ function isRefusal(reply: unknown): boolean {
  * KEYS[1..n] resources, KEYS[n+1..2n] their wait queues; ARGV[1] value, ARGV[2] ticket.
  * Deletes each resource that still holds the value (as {@link RELEASE}) and takes the ticket out of every
  * queue; answers how many resources it deleted. A waiter that stops waiting, and a fair lock's release.
+ * @example
+ * ```ts
+ * await redis.evalsha(sha, ["orders:42", "edge-redlock:queue:orders:42"], [value, ticket]); // 1
+ * ```
  */
 export const LEAVE: Script = {
   name: "leave",

@@ -4,6 +4,10 @@
 /**
  * How long a queue key lives before its clock is rebased (ms). A queue's clock is
  * `QUEUE_EPOCH_MS − PTTL(queue)`: it starts at 0 when the key is made and runs with the node's own clock.
+ * @example
+ * ```ts
+ * const now = QUEUE_EPOCH_MS - (await redis.pttl("edge-redlock:queue:orders:42"));
+ * ```
  */
 export const QUEUE_EPOCH_MS = 3_600_000;
 

@@ -46,6 +46,10 @@ return {0, soonest, free}`,
  * ARGV[6] "1" to join the queue when refused. Takes the slot exactly where {@link SEMAPHORE_ACQUIRE} would
  * (the slot is free) **and** fewer live waiters are ahead than slots are free here; the grant leaves the
  * queue. Otherwise refuses as {@link SEMAPHORE_ACQUIRE} does, plus the waiters ahead (`{0, pttl, {free…}, ahead}`).
+ * @example
+ * ```ts
+ * FAIR_SEMAPHORE_ACQUIRE.vote([0, 900, [], 1]); // { outcome: "denied", pttl: 900, free: [], position: 1 }
+ * ```
  */
 export const FAIR_SEMAPHORE_ACQUIRE: Script = {
   name: "fair-semaphore-acquire",

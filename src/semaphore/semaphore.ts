@@ -143,7 +143,12 @@ export class Semaphore {
           if (!next.onQuorum || policy.signal?.aborted) {
             const cleanup = Promise.all(cleanups).then(() => undefined);
             if (!line || !policy.fair) return { failed: failure.failed, cleanup };
-            return { failed: failure.failed, cleanup, waitMs: line.wait(grant.round, grant.start), settleFirst: grant.round.granted > 0 };
+            return {
+              failed: failure.failed,
+              cleanup,
+              waitMs: line.wait(grant.round, grant.start),
+              settleFirst: grant.round.granted > 0,
+            };
           }
         }
       },

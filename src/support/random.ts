@@ -49,6 +49,8 @@ export function randomUnit(): number {
  * ```
  */
 export function waiterTicket(epochMs: number): string {
-  const ms = String(Math.max(0, Math.floor(epochMs))).padStart(16, "0").slice(-16);
+  const ms = String(Math.max(0, Math.floor(epochMs)))
+    .padStart(16, "0")
+    .slice(-16);
   return ms + toHex(crypto.getRandomValues(new Uint8Array(8)));
 }
