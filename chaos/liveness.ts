@@ -1,10 +1,10 @@
 // Liveness figures of a chaos log (reported, not judged: faults make them vary): the herd at the start (every
-// client starts at once) to its first section, acquisitions given up, and the longest time with no section
+// client starts contending at once) from the first acquire call to the first section, acquisitions given up, and the longest time with no section
 // on a mutex between the first section and the stop.
 import type { ChaosRecord } from "./records.ts";
 
 export interface Liveness {
-  /** From the start record (all clients start contending at once) to the first section entered (ms). */
+  /** From the first acquire call of the run (the clients start together, once their threads are up) to the first section entered (ms). */
   herdToFirstSectionMs: number | undefined;
   giveUps: number;
   /** Per mutex, the longest time between the end of one section (or the latest end so far) and the next start (ms). */
@@ -43,7 +43,7 @@ export function liveness(records: ChaosRecord[]): Liveness {
     }
   }
   return {
-    herdToFirstSectionMs: start && Number.isFinite(first) ? first - start.at : undefined,
+    herdToFirstSectionMs: Number.isFinite(first) ? first - Math.min(...entered.map((r) => r.acquireCalled)) : undefined,
     giveUps: records.filter((r) => r.type === "miss").length,
     longestIdleMs: longestIdleMs === undefined ? undefined : Math.max(0, longestIdleMs),
     longestIdleAt,
