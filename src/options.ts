@@ -11,7 +11,7 @@ import type { Clock } from "./support/clock.ts";
 export interface RedlockOptions {
   /**
    * Attempts after the first one; `-1` retries until the caller's signal aborts. Default 10. A fair
-   * acquisition asks as often as the queue says, and spends `retryCount × retryDelay` ms instead.
+   * acquisition asks as often as the queue says, and has at least `retryCount × retryDelay` ms as well.
    */
   retryCount?: number;
   /** Mean wait between attempts in ms. Default 200. */

@@ -19,9 +19,9 @@ export type Attempt<T> =
 /**
  * Runs `attempt` until it holds; after each failure waits `waitMs` when the attempt gave one, else
  * `retryDelay ± retryJitter` (random), until the retries, `maxWait` or the signal run out. With informed
- * waits the retries are a time budget of `retryCount × retryDelay` (a waiter asks more often than that). Gives up at
+ * waits the retries also buy a time budget of `retryCount × retryDelay` (a waiter asks more often than that). Gives up at
  * once when a quorum's worth of refusals shows the holder keeps the lock past `maxWait`. Every attempt's
- * cleanup has run before this settles, and then `leave` (a waiter that stops takes itself out of line).
+ * cleanup has run before this settles; then `leave` starts (a waiter that stops takes itself out of line).
  * @throws {LockAcquisitionError} with every attempt's tally when none held.
  * @example
  * ```ts
@@ -55,9 +55,9 @@ export async function retrying<T>(
       signal?.throwIfAborted();
       const delay = outcome.waitMs ?? Math.max(0, policy.retryDelay + (2 * randomUnit() - 1) * policy.retryJitter);
       if (policy.retryCount !== -1) {
-        // Informed waits are short and many: the retries then buy time (retryCount × retryDelay), not attempts.
-        const spent = outcome.waitMs === undefined ? n > policy.retryCount : clock.now() - began + delay > budget;
-        if (spent) break;
+        // Informed waits are short and many: the retries then also buy time (retryCount × retryDelay).
+        const timeLeft = outcome.waitMs !== undefined && clock.now() - began + delay <= budget;
+        if (n > policy.retryCount && !timeLeft) break;
       }
       if (maxWait !== undefined) {
         const waited = clock.now() - began;
@@ -72,7 +72,8 @@ export async function retrying<T>(
     }
   } finally {
     await Promise.all(cleanups);
-    if (!held && leave) await leave();
+    // Best effort, not waited for (each request is bounded by nodeTimeout): a lapsed lease covers the rest.
+    if (!held && leave) void leave();
   }
   throw new LockAcquisitionError(resources, tallies, what);
 }

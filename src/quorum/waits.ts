@@ -22,7 +22,10 @@ const SPLIT_JITTER_MS = 10;
 export function holderFreeIn(votes: readonly NodeVote[]): number | undefined {
   const quorum = quorumOf(votes.length);
   const pttls = votes
-    .flatMap((v) => (v.outcome === "denied" && v.pttl !== undefined && v.pttl !== -2 ? [v.pttl] : []))
+    // A semaphore's refusal (it lists free slots) reports the soonest slot expiry, not a holder's: not counted.
+    .flatMap((v) =>
+      v.outcome === "denied" && v.free === undefined && v.pttl !== undefined && v.pttl !== -2 ? [v.pttl] : [],
+    )
     .map((pttl) => (pttl === -1 ? Number.POSITIVE_INFINITY : pttl))
     .sort((a, b) => a - b);
   if (pttls.length < quorum) return undefined;
