@@ -20,8 +20,9 @@ export type Attempt<T> =
  * Runs `attempt` until it holds; after each failure waits `waitMs` when the attempt gave one, else
  * `retryDelay ± retryJitter` (random), until the retries, `maxWait` or the signal run out. With informed
  * waits the retries also buy a time budget of `retryCount × retryDelay` (a waiter asks more often than
- * that). Gives up at once when a quorum's worth of refusals shows the holder keeps the lock past `maxWait`. Every attempt's
- * cleanup has run before this settles; then `leave` starts (a waiter that stops takes itself out of line).
+ * that). Gives up at once when a quorum's worth of refusals shows the holder keeps the lock past
+ * `maxWait`. Every attempt's cleanup has run before this settles; then `leave` starts (a waiter that stops
+ * takes itself out of line).
  * @throws {LockAcquisitionError} with every attempt's tally when none held.
  * @example
  * ```ts
