@@ -214,3 +214,13 @@ describe("fair acquire: several resources", () => {
     expect(sections).toBe(25);
   });
 });
+
+describe("what a refusal tells the caller", () => {
+  it("retryAfterMs is the holder's PTTL times one plus the waiters ahead (the median the nodes reported)", () => {
+    const votes = [0, 1, 2, 3, 4].map((node) => ({ outcome: "denied" as const, pttl: 1_000, position: node < 3 ? 2 : 4, node }));
+    const tally = { attempt: 1, granted: 0, denied: 5, errors: 0, elapsedMs: 2, validityMs: 0, votes };
+    expect(new LockAcquisitionError(["k"], [tally]).retryAfterMs).toBe(3_000);
+    const first = votes.map((v) => ({ ...v, position: 0 }));
+    expect(new LockAcquisitionError(["k"], [{ ...tally, votes: first }]).retryAfterMs).toBe(1_000);
+  });
+});
