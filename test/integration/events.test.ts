@@ -41,7 +41,8 @@ describe("onEvent (real cluster)", () => {
 
   it("reports each retry with its wait, then the failure with the reason and the last tally", async () => {
     const holder = await new Redlock(configs()).acquire(["events:busy"], 5_000);
-    const { redlock, events } = observed({ retryDelay: 30, retryJitter: 10 });
+    // Random retry (fair: false): the waits are retryDelay ± retryJitter.
+    const { redlock, events } = observed({ retryDelay: 30, retryJitter: 10, fair: false });
     await expect(redlock.acquire(["events:busy"], 1_000, { retryCount: 2 })).rejects.toBeInstanceOf(LockAcquisitionError);
     const retries = events.filter((e) => e.type === "retry");
     expect(retries.map((e) => e.type === "retry" && e.attempt)).toEqual([1, 2]);
@@ -56,6 +57,21 @@ describe("onEvent (real cluster)", () => {
     expect(failed?.type === "acquire" && failed.tally.denied).toBeGreaterThanOrEqual(3);
     expect(failed?.type === "acquire" && failed.validityMs).toBeUndefined();
     await holder.release();
+  });
+
+  it("in the fair queue, each retry carries the waiter's place in line", async () => {
+    const holder = await new Redlock(configs()).acquire(["events:line"], 5_000);
+    const { redlock, events } = observed();
+    const first = redlock.acquire(["events:line"], 1_000, { maxWait: 3_000 });
+    await new Promise((r) => setTimeout(r, 150));
+    const second = redlock.acquire(["events:line"], 1_000, { maxWait: 3_000 });
+    await new Promise((r) => setTimeout(r, 300));
+    await holder.release();
+    const [a, b] = await Promise.all([first, second]);
+    const places = events.flatMap((e) => (e.type === "retry" && e.position !== undefined ? [e.position] : []));
+    expect(places).toContain(1);
+    expect(places).toContain(2);
+    await Promise.all([a.release(), b.release()]);
   });
 
   it("counts errors by kind in the tally: a hung node is a timeout, never its text", async () => {
