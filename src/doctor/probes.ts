@@ -13,7 +13,7 @@ export { caller, type Call, type Reply } from "./rest.ts";
 export const PROBE_PREFIX = "edge-redlock-doctor:";
 const PROBE_TTL_MS = 60_000;
 /** A read-only script: scripting works at all. */
-const EXISTS_SCRIPT = 'return redis.call("EXISTS", KEYS[1])';
+export const EXISTS_SCRIPT = 'return redis.call("EXISTS", KEYS[1])';
 /** The scripts a lock runs: each must load under the SHA the library computes (EVALSHA). */
 const LOCK_SCRIPTS = [ACQUIRE, RELEASE, EXTEND, FENCE];
 

@@ -115,7 +115,7 @@ export class MemoryNode implements RedlockNode {
     return entry.value;
   }
 
-  /** Sets `key` directly (as another holder would), expiring after `ttl` ms. */
+  /** Sets `key` directly (as another holder would), expiring after `ttl` ms (`Infinity`: never). */
   set(key: string, value: string, ttl: number): void {
     this.#store.set(key, { value, expiresAt: this.clock.now() + ttl });
   }
@@ -129,6 +129,7 @@ export class MemoryNode implements RedlockNode {
   pttl(key: string): number {
     const entry = this.#store.get(key);
     if (!entry || entry.expiresAt <= this.clock.now()) return -2;
+    if (entry.expiresAt === Number.POSITIVE_INFINITY) return -1; // no expiry
     return Math.ceil(entry.expiresAt - this.clock.now()); // whole ms, as Redis answers
   }
 
@@ -234,7 +235,7 @@ export class MemoryNode implements RedlockNode {
     const n = Number(countText ?? keys.length);
     const resources = keys.slice(0, n);
     const pttls = resources.map((key) => this.pttl(key)).filter((pttl) => pttl !== -2);
-    if (pttls.length > 0) return [0, Math.max(...pttls)];
+    if (pttls.length > 0) return [0, pttls.includes(-1) ? -1 : Math.max(...pttls)];
     let fence: bigint | undefined;
     resources.forEach((key, i) => {
       this.set(key, value, Number(ttlText));
@@ -287,7 +288,7 @@ export class MemoryNode implements RedlockNode {
     const ahead = Math.max(0, ...queues.map((queue) => this.#ahead(queue, ticket)));
     if (pttls.length > 0 || ahead > 0) {
       if (join === "1") for (const queue of queues) this.#enqueue(queue, ticket, Number(leaseText));
-      return [0, pttls.length > 0 ? Math.max(...pttls) : -2, ahead];
+      return [0, pttls.length === 0 ? -2 : pttls.includes(-1) ? -1 : Math.max(...pttls), ahead];
     }
     for (const queue of queues) this.#dequeue(queue, ticket);
     return this.#acquire([...keys.slice(0, n), ...keys.slice(2 * n)], [value, ttlText, String(n)]);

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { Bridge } from "../../dev/bridge.ts";
+import { RedisBackend } from "../../dev/redis-backend.ts";
 import { checkNodes, envNames, type DoctorReport } from "../../src/index.ts";
 import { useCluster } from "./fixture.ts";
 
@@ -54,7 +55,7 @@ describe("checkNodes", () => {
 
   it("finds the same database configured twice behind two different URLs", async () => {
     // A second REST endpoint in front of node 1's redis-server: two regional URLs of one database.
-    const twin = new Bridge({ redisPort: env.cluster.servers[0].port, token: env.cluster.nodes[0].token });
+    const twin = new Bridge({ backend: new RedisBackend(env.cluster.servers[0].port), token: env.cluster.nodes[0].token });
     await twin.start();
     try {
       const nodes = configs();
@@ -203,7 +204,7 @@ describe("edge-redlock doctor (the CLI, from source)", () => {
   });
 
   it("exits 1 on the same database configured twice", async () => {
-    const twin = new Bridge({ redisPort: env.cluster.servers[1].port, token: env.cluster.nodes[1].token });
+    const twin = new Bridge({ backend: new RedisBackend(env.cluster.servers[1].port), token: env.cluster.nodes[1].token });
     await twin.start();
     try {
       const path = envFile();
