@@ -88,7 +88,8 @@ export async function startLocalNodes(options: StartLocalNodesOptions = {}): Pro
     throw new RangeError("startLocalNodes: nodes must be an integer from 1 to 32");
   if (options.memory !== undefined && typeof options.memory !== "boolean")
     throw new TypeError("startLocalNodes: memory must be a boolean");
-  if (options.memory) return running(await (await import("../../dev/memory-cluster.ts")).startMemoryCluster({ nodes: count }));
+  if (options.memory)
+    return running(await (await import("../../dev/memory-cluster.ts")).startMemoryCluster({ nodes: count }));
   let dev: typeof import("../../dev/cluster.ts");
   let child: typeof import("../../dev/cluster-process.ts");
   let redis: typeof import("../../dev/redis-server.ts");

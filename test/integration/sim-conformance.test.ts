@@ -1,7 +1,10 @@
 // The simulator's nodes mirror the Lua scripts by hand: this runs the same operations on a real
 // redis-server (the real scripts) and on a SimNode (virtual clock) and on the package's memoryNodes (real
 // clock; `edge-redlock/testing/memory`), and requires the same replies and the same keys.
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { MemoryBackend } from "../../dev/memory-backend.ts";
+import { startMemoryCluster } from "../../dev/memory-cluster.ts";
+import { upstashNode, type RedlockNode } from "../../src/index.ts";
 import type { Script } from "../../src/scripts/index.ts";
 import { ACQUIRE, EXTEND, FAIR_ACQUIRE, FAIR_SEMAPHORE_ACQUIRE, FENCED_ACQUIRE, INSPECT, LEAVE, RELEASE, SEMAPHORE_ACQUIRE, withoutKeyLocking } from "../../src/scripts/index.ts";
 import { SimNode } from "../sim/sim-node.ts";
@@ -10,6 +13,7 @@ import { memoryNodes, type MemoryNode } from "../../src/testing/memory.ts";
 import { useCluster } from "./fixture.ts";
 
 const env = useCluster(1);
+const NEVER = new AbortController().signal;
 const MINE = "mine-0123456789";
 const OTHER = "other-0123456789";
 
@@ -54,13 +58,26 @@ function normalize(reply: unknown): unknown {
 const PTTL_SLACK_MS = 250;
 const samePttl = (simulated: number, real: number) => (simulated < 0 || real < 0 ? simulated === real : Math.abs(simulated - real) <= PTTL_SLACK_MS);
 
-/** A node under test and how to run one of its requests to the end. */
+/** A node under test (its state set and read directly) and how one of its requests runs to the end. */
 interface Subject {
   node: MemoryNode;
-  settle<T>(reply: Promise<T>): Promise<T>;
+  run(script: Script, keys: string[], args: string[]): Promise<unknown>;
   /** Moves the node's clock on by `ms` (real time has passed already). */
   advance(ms: number): Promise<void>;
 }
+
+/** A memory node behind the project's bridge, reached over HTTP by @upstash/redis (`edge-redlock dev --memory`). */
+let overHttp: { backend: MemoryBackend; remote: RedlockNode; stop(): Promise<void> } | undefined;
+beforeAll(async () => {
+  const cluster = await startMemoryCluster({ nodes: 1 });
+  const { url, token } = cluster.nodes[0];
+  overHttp = {
+    backend: cluster.bridges[0].backend as MemoryBackend,
+    remote: upstashNode({ url, token }, { batching: false }),
+    stop: cluster.stop,
+  };
+});
+afterAll(() => overHttp?.stop());
 
 const subjects: [string, () => Subject][] = [
   [
@@ -69,12 +86,24 @@ const subjects: [string, () => Subject][] = [
       const clock = new VirtualClock();
       const node = new SimNode(clock, "sim");
       node.latency = 0;
-      return { node, settle: (reply) => clock.run(reply), advance: (ms) => clock.advance(ms) };
+      const run = (script: Script, keys: string[], args: string[]) => clock.run(node.run(script, keys, args, NEVER));
+      return { node, run, advance: (ms) => clock.advance(ms) };
     },
   ],
   [
     "memoryNodes from edge-redlock/testing/memory (real clock)",
-    () => ({ node: memoryNodes(1)[0], settle: (reply) => reply, advance: async () => {} }),
+    () => {
+      const [node] = memoryNodes(1);
+      return { node, run: (script, keys, args) => node.run(script, keys, args, NEVER), advance: async () => {} };
+    },
+  ],
+  [
+    "memory nodes over HTTP (edge-redlock dev --memory: the bridge in front, @upstash/redis, EVALSHA/EVAL)",
+    () => {
+      const { backend, remote } = overHttp!;
+      backend.restart();
+      return { node: backend.node, run: (script, keys, args) => remote.run(script, keys, args, NEVER), advance: async () => {} };
+    },
   ],
 ];
 
@@ -83,14 +112,14 @@ for (const [subject, make] of subjects) {
     for (const [name, setup, op] of cases) {
       it(name, async () => {
         const tcp = env.tcp[0];
-        const { node: sim, settle } = make();
+        const { node: sim, run } = make();
         for (const [key, state] of Object.entries(setup)) {
           if (!state) continue;
           await tcp.set(key, state.value, "PX", state.ttl);
           sim.set(key, state.value, state.ttl);
         }
         const real = await tcp.eval(withoutKeyLocking(op.script.lua), op.keys.length, ...op.keys, ...op.args);
-        const simulated = await settle(sim.run(op.script, op.keys, op.args, new AbortController().signal));
+        const simulated = await run(op.script, op.keys, op.args);
         expect(normalize(simulated)).toEqual(normalize(real));
         for (const key of ["a", "b"]) {
           expect({ key, value: sim.get(key) ?? null }).toEqual({ key, value: await tcp.get(key) });
@@ -137,7 +166,7 @@ describe(`${subject}: their queues behave like the fair scripts on real Redis`, 
   for (const [name, steps] of sequences) {
     it(name, async () => {
       const tcp = env.tcp[0];
-      const { node: sim, settle, advance } = make();
+      const { node: sim, run, advance } = make();
       for (const [i, step] of steps.entries()) {
         if ("set" in step) {
           await tcp.set(step.set, step.value, "PX", step.ttl);
@@ -155,7 +184,7 @@ describe(`${subject}: their queues behave like the fair scripts on real Redis`, 
           continue;
         }
         const real = await tcp.eval(withoutKeyLocking(step.script.lua), step.keys.length, ...step.keys, ...step.args);
-        const simulated = await settle(sim.run(step.script, step.keys, step.args, new AbortController().signal));
+        const simulated = await run(step.script, step.keys, step.args);
         expect({ step: i, reply: normalize(simulated) }).toEqual({ step: i, reply: normalize(real) });
         for (const key of ["a", "b", "s0", "s1"]) expect({ step: i, key, value: sim.get(key) ?? null }).toEqual({ step: i, key, value: await tcp.get(key) });
         for (const queue of [QA, QB, SEM[2]]) {
