@@ -22,7 +22,10 @@ export function queueKey(resource: string): string {
   return QUEUE_PREFIX + resource;
 }
 
-/** The longest wait between a waiter's attempts: well inside its lease, so its entry never lapses. */
+/**
+ * The longest time between two runs of a waiter's attempts on one node: well inside its lease, so its entry
+ * never lapses. A node sees the next attempt about (the round's duration + the wait) after this one.
+ */
 const WAIT_CAP_MS = (WAITER_LEASE_MS * 2) / 3;
 
 /**
@@ -54,10 +57,13 @@ export class Line {
   /** The wait before the next attempt after a refused round that started at `start` (see {@link fairWait}). */
   wait(round: Round, start: number): number {
     const now = this.#clock.now();
+    const roundMs = now - start;
     return fairWait(round.votes, round.granted, {
       now,
-      roundMs: now - start,
-      cap: WAIT_CAP_MS,
+      roundMs,
+      // The round's own time counts against the cap: with slow nodes (a 130 ms round trip) a wait of the
+      // whole cap let the entry lapse between two runs on a node, and the waiter lost its place there.
+      cap: Math.max(0, WAIT_CAP_MS - roundMs),
       pace: this.#pace,
       random: randomUnit,
     });
