@@ -3,6 +3,8 @@
 
 export interface Held {
   release(): Promise<unknown>;
+  /** How many attempts the acquisition took, where the implementation says. */
+  attempts?: number;
 }
 
 /** One implementation under test. `acquire` resolves with a handle, or rejects when not acquired. */

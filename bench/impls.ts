@@ -55,7 +55,7 @@ export function edgeRedlockImpl(nodes: ClusterNode[], options: ImplOptions, name
     name,
     async acquire(key, ttl, { wait = 0 } = {}) {
       const lock = await redlock.acquire([key], ttl, wait > 0 ? { retryCount: -1, maxWait: wait } : { retryCount: 0 });
-      return { release: () => lock.release() };
+      return { release: () => lock.release(), attempts: lock.attempts };
     },
     close: async () => {},
   };

@@ -22,6 +22,25 @@ export interface Result {
   vsNodeRedlock?: number;
   /** WAN: acquire p50 ÷ the physical limit's p50. */
   vsLimit?: number;
+  /** contention-herd / contention-steady (bench/fair-contention.ts). */
+  makespanMs?: number;
+  idealMs?: number;
+  vsIdeal?: number;
+  firstGrantMs?: number;
+  firstGrantAttempt?: number;
+  giveUps?: number;
+  overlaps?: number;
+  waitP99Ms?: number;
+  waitP99VsBound?: number;
+  grantsPerSec?: number;
+  handoverLimitPerSec?: number;
+  vsHandover?: number;
+  jain?: number;
+  minGrants?: number;
+  maxGrants?: number;
+  httpRequestsPerGrant?: number;
+  commandsPerGrant?: number;
+  rttMs?: number;
 }
 
 export type Results = Record<string, Record<string, Result>>;
@@ -63,6 +82,23 @@ const COLUMNS: [string, keyof Result][] = [
   ["gap p99", "idleGapP99Ms"],
   ["cmds/grant", "requestsPerGrant"],
   ["HTTP req/cycle", "requestsPerCycle"],
+  ["makespan ms", "makespanMs"],
+  ["ideal ms", "idealMs"],
+  ["×ideal", "vsIdeal"],
+  ["1st grant ms", "firstGrantMs"],
+  ["1st grant attempt", "firstGrantAttempt"],
+  ["grants/s", "grantsPerSec"],
+  ["handover limit/s", "handoverLimitPerSec"],
+  ["×handover", "vsHandover"],
+  ["give-ups", "giveUps"],
+  ["overlaps", "overlaps"],
+  ["Jain", "jain"],
+  ["min/client", "minGrants"],
+  ["max/client", "maxGrants"],
+  ["wait p99", "waitP99Ms"],
+  ["p99÷bound", "waitP99VsBound"],
+  ["HTTP req/grant", "httpRequestsPerGrant"],
+  ["cmds/grant ", "commandsPerGrant"],
   ["×limit", "vsLimit"],
   ["×floor", "vsFloor"],
   ["×node-redlock", "vsNodeRedlock"],
@@ -74,6 +110,10 @@ const CAPTIONS: Record<string, string> = {
   "slow-minority": "slow-minority: 2 of 5 nodes +250 ms; p50/p99 = acquire; baseline = healthy acquire p50 of the same rounds",
   "hung-node": "hung-node: 1 of 5 nodes hung; p50/p99 = acquire",
   contention: "contention: 16 contenders on one key, 5 ms critical section; ops/s = grants/s",
+  "contention-herd":
+    "contention-herd: 16 clients (each its own instance) start at once on one key, hold 20 ms, ttl 2 s; ideal = 16 × (hold + 2 RTT)",
+  "contention-steady":
+    "contention-steady: 16 clients loop acquire (maxWait 3 s, ttl 2 s) → hold 50 ms → release; limit = 1 / (hold + 2 RTT); p99 bound = 1.3 × 15 × (hold + 2 RTT)",
   throughput: "throughput: 32 concurrent acquire+release cycles on distinct keys; ops/s = cycles/s",
   "many-locks": "many-locks: 20 distinct keys acquired with Promise.all, then released; one cycle = all 20 (p50/p99 = the cycle)",
   wan: "wan: one-way 2/12/40/75/120 ms ±20 %, 1 % +200 ms; × on acquire p50; physical-limit = 3rd-fastest PING round trip",

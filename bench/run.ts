@@ -12,6 +12,7 @@ import { addRatios, render, type Result, type Results } from "./report.ts";
 import { percentile, round, table } from "./stats.ts";
 import { verdicts } from "./targets.ts";
 import { applyWan, roundTripImpl } from "./wan.ts";
+import { herd, steady, type Counters } from "./fair-contention.ts";
 
 const quick = process.argv.includes("--quick");
 /** `--only=healthy,hung-node`: run just those scenarios (while working on one; the README's table is from a whole run). */
@@ -322,6 +323,54 @@ async function wan(all: Impl[]): Promise<void> {
   }
 }
 
+/** HTTP requests (bridges) and Redis commands (all nodes) during one herd or steady row. */
+const counters: Counters = {
+  async start(impl) {
+    if (!impl.tcp) {
+      await bridges.settle();
+      await bridges.resetCounters();
+    }
+    const before = await commandsProcessed();
+    return {
+      async stop() {
+        const http = impl.tcp ? undefined : await bridges.received();
+        return { http, commands: (await commandsProcessed()) - before };
+      },
+    };
+  },
+};
+
+/** One round trip of the fan-out: the median uncontended acquire of the library (one round to all nodes). */
+async function roundTripMs(): Promise<number> {
+  const impl = edgeRedlockImpl(nodes, OPTIONS, "rtt");
+  const samples: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    const t = performance.now();
+    const held = await impl.acquire(`rtt:${i}`, TTL);
+    samples.push(performance.now() - t);
+    await held.release();
+  }
+  return percentile(samples, 50);
+}
+
+/** The herd and steady rows for the five implementations, each client with its own instance, in one run. */
+async function fairContention(): Promise<void> {
+  const rtt = await roundTripMs();
+  const makers: [string, () => Impl][] = [
+    ["edge-redlock", () => edgeRedlockImpl(nodes, OPTIONS)],
+    ["edge-redlock-random", () => edgeRedlockImpl(nodes, OPTIONS, "edge-redlock-random", { fair: false })],
+    ["node-redlock", () => nodeRedlockImpl(nodes, OPTIONS)],
+    ["redis-semaphore", () => redisSemaphoreImpl(nodes, OPTIONS)],
+    ["upstash-lock", () => upstashLockImpl(nodes, OPTIONS)],
+  ];
+  for (const [name, make] of makers) {
+    record("contention-herd", name, { ...(await herd(make, `herd:${name}`, rtt, counters)), rttMs: rtt });
+    await sleep(200);
+    record("contention-steady", name, { ...(await steady(make, `steady:${name}`, rtt, SIZE.contentionMs, counters)), rttMs: rtt });
+    await sleep(200);
+  }
+}
+
 const timings: Record<string, number> = {};
 const timed = async (name: string, run: () => Promise<void>) => {
   if (only && !only.includes(name)) return;
@@ -337,6 +386,7 @@ try {
   });
   await timed("contention", async () => {
     for (const impl of [...impls, tuned]) await contention(impl);
+    await fairContention();
   });
   await timed("throughput", () => throughput([...impls.slice(0, 1), floorBatched, ...impls.slice(1)]));
   await timed("many-locks", async () => {

@@ -35,5 +35,19 @@ export function verdicts(results: Results): Verdict[] {
   // Earlier targets (README, Performance).
   check("CPU per healthy cycle ÷ floor", ratio(edge("healthy")?.cpuUsPerCycle, at("healthy", "floor")?.cpuUsPerCycle), 1.1);
   check("slow minority: acquire p50 ÷ healthy acquire p50 of the same rounds", ratio(edge("slow-minority")?.p50Ms, edge("slow-minority")?.healthyAcquireP50Ms), 1.25);
+  // Issue 18 (fair waiting): the herd and steady rows.
+  const steady = at("contention-steady", "edge-redlock");
+  const herd = at("contention-herd", "edge-redlock");
+  check("steady: give-ups", steady?.giveUps, 0);
+  check("steady: Jain's index", steady?.jain, 0.95, false);
+  check("steady: grants/s ÷ handover limit", steady?.vsHandover, 0.9, false);
+  check("steady: p99 wait ÷ 1.3 × 15 × (hold + 2 RTT)", steady?.waitP99VsBound, 1);
+  check(
+    "steady: HTTP requests per grant ÷ random retry's (fair: false, today's)",
+    ratio(steady?.httpRequestsPerGrant, at("contention-steady", "edge-redlock-random")?.httpRequestsPerGrant),
+    1,
+  );
+  check("herd: makespan ÷ ideal", herd?.vsIdeal, 1.3);
+  check("herd: the attempt that made the first grant", herd?.firstGrantAttempt, 2);
   return out;
 }

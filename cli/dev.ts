@@ -12,11 +12,12 @@ import { writeDevVars } from "./dev-vars.ts";
 
 export const DEV_HELP = `Usage: edge-redlock dev [options]
 
-Starts local nodes (redis-server processes behind an Upstash-compatible REST bridge on 127.0.0.1),
+Starts local nodes (redis-server processes behind an Upstash-compatible REST bridge on 127.0.0.1;
+with --memory, in-process memory nodes behind the same bridge: nothing to install),
 writes UPSTASH_REDIS_REST_URL_1 … _N and UPSTASH_REDIS_REST_TOKEN_1 … _N into .dev.vars (mode 0600;
 its other lines are kept) and runs until Ctrl-C or SIGTERM, then stops them. wrangler dev and
 @cloudflare/vitest-plugin read .dev.vars; for Node, Bun or Deno use --out .env.
-Needs redis-server and the ioredis package (npm install --save-dev ioredis).
+Needs redis-server and the ioredis package (npm install --save-dev ioredis), except with --memory.
 
 Options:
   --out PATH        write the variables to PATH instead of .dev.vars
@@ -24,6 +25,8 @@ Options:
                     answer; exit 0, or 1 with one line saying they are not running (e.g. as "predev")
   --nodes N         how many nodes (default 5)
   --redis-server P  the redis-server binary (default: found on PATH)
+  --memory          memory nodes instead of redis-server: the library's own scripts on an in-process store
+                    (conformance-tested against Redis), not a Redis server: no durability, no network timing
   -h, --help        show this help
 `;
 
@@ -36,7 +39,14 @@ Options:
  * ```
  */
 export async function dev(args: string[], io: Io): Promise<number> {
-  let values: { out?: string; nodes?: string; "redis-server"?: string; check?: boolean; help?: boolean };
+  let values: {
+    out?: string;
+    nodes?: string;
+    "redis-server"?: string;
+    memory?: boolean;
+    check?: boolean;
+    help?: boolean;
+  };
   try {
     ({ values } = parseArgs({
       args,
@@ -44,6 +54,7 @@ export async function dev(args: string[], io: Io): Promise<number> {
         out: { type: "string" },
         nodes: { type: "string" },
         "redis-server": { type: "string" },
+        memory: { type: "boolean" },
         check: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -65,7 +76,7 @@ export async function dev(args: string[], io: Io): Promise<number> {
   const out = values.out ?? ".dev.vars";
   let local: Awaited<ReturnType<typeof startLocalNodes>>;
   try {
-    local = await startLocalNodes({ nodes, redisServer: values["redis-server"] });
+    local = await startLocalNodes({ nodes, redisServer: values["redis-server"], memory: values.memory === true });
   } catch (error) {
     io.err(`${(error as Error).message}\n`);
     return 1;
@@ -73,8 +84,9 @@ export async function dev(args: string[], io: Io): Promise<number> {
   const stopped = untilStopSignal();
   try {
     writeDevVars(out, local.env);
+    const kind = values.memory ? "memory nodes (the library's scripts on an in-process store)" : "local nodes";
     io.err(
-      `${nodes} local nodes running; their variables are in ${resolve(out)} (mode 600).\n` +
+      `${nodes} ${kind} running; their variables are in ${resolve(out)} (mode 600).\n` +
         "Ctrl-C (or SIGTERM) stops them.\n",
     );
     for (const [i, node] of local.nodes.entries()) io.err(`  node ${i + 1}: ${node.url} (admin ${node.adminUrl})\n`);

@@ -1,7 +1,8 @@
-// An Upstash-compatible REST bridge in front of one real redis-server, with fault injection.
+// An Upstash-compatible REST bridge in front of one node (a real redis-server, or in-process memory nodes),
+// with fault injection.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Redis } from "ioredis";
+import type { Backend } from "./backend.ts";
 import { FaultGate, GARBAGE_BODIES, NO_FAULTS, parseFaults, type Faults } from "./fault-gate.ts";
 import { MAX_REQUEST_BYTES, REQUEST_TOO_LARGE, keySizeError } from "./limits.ts";
 import { BadCommand, encodeReply, errorText, toCommand, toCommands, toJson } from "./rest-protocol.ts";
@@ -13,7 +14,7 @@ export type { Faults, Garbage } from "./fault-gate.ts";
 export interface Counters {
   /** Data requests received (any path, before auth and faults). */
   received: number;
-  /** Requests answered with a real Redis reply. */
+  /** Requests answered with a reply of the backend. */
   answered: number;
   /** Requests whose client went away before the answer. */
   abandoned: number;
@@ -30,7 +31,8 @@ export interface Counters {
 }
 
 export interface BridgeOptions {
-  redisPort: number;
+  /** What the bridge runs commands on. */
+  backend: Backend;
   token: string;
 }
 
@@ -56,16 +58,13 @@ const LINK_NAME = /^[\w.-]{1,64}$/;
  */
 export class Bridge {
   readonly token: string;
-  readonly redisPort: number;
+  readonly backend: Backend;
   counters: Counters = emptyCounters();
   /** Hook for process controls, set by the cluster. */
   onAdmin?: (action: string) => Promise<unknown>;
   /** Called after every node-wide fault change (the cluster mirrors latency and hang onto its TCP proxy). */
   onFaults?: (faults: Faults) => void;
 
-  #shared: Redis;
-  #idle: Redis[] = [];
-  #all = new Set<Redis>();
   #keyLocking = new KeyLockingShim();
   #gate = new FaultGate();
   #links = new Map<string, Link>();
@@ -76,8 +75,7 @@ export class Bridge {
 
   constructor(options: BridgeOptions) {
     this.token = options.token;
-    this.redisPort = options.redisPort;
-    this.#shared = this.#connection(false);
+    this.backend = options.backend;
     this.#data = createServer((req, res) => void this.#serveData(req, res, undefined));
     this.#admin = createServer((req, res) => void this.#serveAdmin(req, res));
   }
@@ -101,13 +99,9 @@ export class Bridge {
     this.#adminPort = await listen(this.#admin);
   }
 
-  /** Resolves once the bridge's Redis connection is usable (after start or a restart). */
-  async ready(timeoutMs = 5_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.#shared.status !== "ready") {
-      if (Date.now() > deadline) throw new Error(`bridge could not reach redis-server on port ${this.redisPort}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+  /** Resolves once the backend can run commands (after start or a restart). */
+  ready(timeoutMs = 5_000): Promise<void> {
+    return this.backend.ready(timeoutMs);
   }
 
   async stop(): Promise<void> {
@@ -115,13 +109,14 @@ export class Bridge {
     for (const gate of [this.#gate, ...[...this.#links.values()].map((link) => link.gate)]) gate.releaseHeld();
     for (const server of servers) server.closeAllConnections();
     await Promise.all(servers.map(close));
-    for (const conn of this.#all) conn.disconnect();
+    this.backend.close();
   }
 
   /** Merges node-wide fault settings; clearing `hang` lets the hung requests go on. */
   setFaults(patch: Partial<Faults>): void {
     const faults = this.#gate.set(patch);
     this.#keyLocking.accept = !faults.rejectKeyLocking;
+    this.backend.rejectKeyLocking?.(faults.rejectKeyLocking);
     this.onFaults?.(faults);
   }
 
@@ -158,22 +153,6 @@ export class Bridge {
   state(): { faults: Faults; counters: Counters; links: Record<string, LinkState> } {
     const links = Object.fromEntries([...this.#links].map(([name, link]) => [name, { url: linkUrl(link), faults: link.gate.faults }]));
     return { faults: this.#gate.faults, counters: this.counters, links };
-  }
-
-  #connection(lazy: boolean): Redis {
-    const conn = new Redis({
-      host: "127.0.0.1",
-      port: this.redisPort,
-      lazyConnect: lazy,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      // Integer replies as decimal strings (bulk strings are Buffers): no precision lost beyond 2^53.
-      stringNumbers: true,
-      retryStrategy: () => 50,
-    });
-    conn.on("error", () => {});
-    this.#all.add(conn);
-    return conn;
   }
 
   async #serveData(req: IncomingMessage, res: ServerResponse, link: Link | undefined): Promise<void> {
@@ -248,7 +227,7 @@ export class Bridge {
       this.#count(command);
       const tooLong = keySizeError(command);
       if (tooLong) throw new LimitError(tooLong);
-      return { result: this.#encode(command, await this.#shared.callBuffer(...this.#toRedis(command)), base64) };
+      return { result: this.#encode(command, await this.backend.call(this.#toBackend(command)), base64) };
     }
     if (path === "/pipeline") {
       const commands = toCommands(body);
@@ -260,16 +239,11 @@ export class Bridge {
       for (const command of commands) this.#count(command);
       const tooLong = commands.map(keySizeError).find((error) => error !== undefined);
       if (tooLong) throw new LimitError(tooLong); // the whole transaction is discarded
-      const conn = await this.#dedicated();
-      try {
-        const tx = conn.multi();
-        for (const command of commands) tx.callBuffer(...this.#toRedis(command));
-        const replies = await tx.exec();
-        if (replies === null) throw new Error("EXECABORT Transaction discarded");
-        return replies.map(([error, reply], i) => (error ? { error: this.#errorText(error) } : { result: this.#encode(commands[i], reply, base64) }));
-      } finally {
-        this.#idle.push(conn);
-      }
+      const replies = await this.backend.transaction(commands.map((command) => this.#toBackend(command)));
+      if (replies === null) throw new Error("EXECABORT Transaction discarded");
+      return replies.map(([error, reply], i) =>
+        error ? { error: this.#errorText(error) } : { result: this.#encode(commands[i], reply, base64) },
+      );
     }
     throw new NotFound(`no such endpoint: ${path}`);
   }
@@ -291,7 +265,7 @@ export class Bridge {
         continue;
       }
       try {
-        replies.push({ result: this.#encode(command, await this.#shared.callBuffer(...this.#toRedis(command)), base64) });
+        replies.push({ result: this.#encode(command, await this.backend.call(this.#toBackend(command)), base64) });
       } catch (error) {
         if (isConnectionError(error)) throw error;
         replies.push({ error: this.#errorText(error) });
@@ -310,23 +284,9 @@ export class Bridge {
     return this.#keyLocking.clientText(errorText(error));
   }
 
-  #toRedis(command: string[]): [string, ...string[]] {
-    // Upper case: ioredis reshapes the replies of some lower-case names (hgetall into an object).
-    const [name, ...args] = this.#keyLocking.rewrite(command);
-    return [name.toUpperCase(), ...args];
-  }
-
-  /** A connection nobody else uses while a transaction is open on it. */
-  async #dedicated(): Promise<Redis> {
-    const idle = this.#idle.pop();
-    if (idle && idle.status === "ready") return idle;
-    if (idle) {
-      this.#all.delete(idle);
-      idle.disconnect();
-    }
-    const conn = this.#connection(true);
-    await conn.connect();
-    return conn;
+  /** The command as the backend runs it (a flagged script rewritten for plain Redis, see dev/script-flags.ts). */
+  #toBackend(command: string[]): string[] {
+    return this.backend.rewritesFlaggedScripts ? this.#keyLocking.rewrite(command) : command;
   }
 
   #count(command: string[]): void {
@@ -375,7 +335,7 @@ function emptyCounters(): Counters {
   return { received: 0, answered: 0, abandoned: 0, waiting: 0, inFlight: 0, commands: {}, flaggedScripts: 0, pipelines: 0 };
 }
 
-/** Anything but a reply from Redis itself (ioredis' ReplyError) means the server could not be reached. */
+/** Anything but a reply of the backend itself (a ReplyError) means it could not be reached. */
 function isConnectionError(error: unknown): boolean {
   return (error as Error)?.name !== "ReplyError";
 }

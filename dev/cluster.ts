@@ -1,6 +1,7 @@
 // N real redis-server processes, each behind its own Upstash-compatible REST bridge.
 import { randomBytes } from "node:crypto";
 import { Bridge } from "./bridge.ts";
+import { RedisBackend } from "./redis-backend.ts";
 import { TcpProxy } from "./tcp-proxy.ts";
 import { RedisProcess, ensureRedisServer, freeServerPort } from "./redis-server.ts";
 
@@ -75,7 +76,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         const server = new RedisProcess(binary, await freeServerPort());
         servers[index] = server;
         await server.start();
-        const bridge = new Bridge({ redisPort: server.port, token });
+        const bridge = new Bridge({ backend: new RedisBackend(server.port), token });
         if (options.tcpProxy) {
           const proxy = new TcpProxy(server.port);
           await proxy.start();

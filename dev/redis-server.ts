@@ -4,16 +4,24 @@ import { createServer } from "node:net";
 import { existsSync, readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 
-const SEARCH_PATH = ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/opt/homebrew/bin"];
+/** Where Homebrew and hand builds put redis-server, which a GUI shell's PATH may lack (/usr/bin is on every PATH). */
+const SEARCH_PATH = ["/usr/local/bin", "/opt/homebrew/bin"];
 
-/** Finds redis-server on PATH or in the usual places; installs it with apt-get when root. */
+/** redis-server is not installed and could not be (not root, no apt-get, or installing is turned off). */
+export class MissingRedisServer extends Error {}
+
+/**
+ * Finds redis-server on PATH or in the usual places; installs it with apt-get when root, unless
+ * `EDGE_REDLOCK_NO_INSTALL=1` says never to install anything.
+ */
 export function ensureRedisServer(): string {
   const found = findRedisServer();
   if (found) return found;
   const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
   const hasApt = existsSync("/usr/bin/apt-get");
-  if (!isRoot || !hasApt) {
-    throw new Error(
+  const allowed = !/^(1|true|yes)$/i.test(process.env.EDGE_REDLOCK_NO_INSTALL ?? "");
+  if (!isRoot || !hasApt || !allowed) {
+    throw new MissingRedisServer(
       "redis-server is not installed. Install it with `sudo apt-get update && sudo apt-get install -y redis-server` " +
         "(Debian/Ubuntu; on Windows the same inside WSL) or `brew install redis` (macOS), then run this again.",
     );

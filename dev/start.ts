@@ -6,13 +6,22 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startCluster } from "./cluster.ts";
-import { freePort } from "./redis-server.ts";
+import { startMemoryCluster } from "./memory-cluster.ts";
+import { MissingRedisServer, freePort } from "./redis-server.ts";
 import { envNames } from "../src/node/env.ts";
 import { checkLocalNodes } from "../src/testing/running.ts";
 import { watchNodes } from "./watch-nodes.ts";
 
 const runtime = process.argv.includes("--deno") ? "deno" : "workers";
-const cluster = await startCluster({ nodes: 5 });
+// Real redis-server processes when they can be had; else, with nothing to install, memory nodes behind the
+// same Upstash-compatible bridge (the library's own scripts on an in-process store).
+let memory = false;
+const cluster = await startCluster({ nodes: 5 }).catch(async (error: unknown) => {
+  if (!(error instanceof MissingRedisServer)) throw error;
+  memory = true;
+  process.stderr.write("redis-server is not installed: the demo runs on memory nodes (npx edge-redlock dev --memory).\n");
+  return startMemoryCluster({ nodes: 5 });
+});
 const vars: Record<string, string> = {};
 cluster.nodes.forEach((node, i) => {
   const names = envNames(i + 1);
@@ -94,7 +103,7 @@ for (;;) {
 
 process.stdout.write(`
 edge-redlock demo on ${runtime === "workers" ? "Cloudflare Workers (wrangler dev)" : "Deno"}: ${url}
-five local Redis nodes: ${cluster.nodes.map((n) => n.url).join(" ")}
+five local ${memory ? "memory" : "Redis"} nodes: ${cluster.nodes.map((n) => n.url).join(" ")}
 
 Try:
   # with the lock: 8 buyers, 3 in stock → 3 reserved, orders 3, oversold 0

@@ -28,6 +28,7 @@ export function resolveOptions(options: RedlockOptions | undefined, where = "opt
     throw new InvalidArgumentError(`${where}.onEvent`, "must be a function");
   }
   if (typeof o.warnings !== "boolean") throw new InvalidArgumentError(`${where}.warnings`, "must be a boolean");
+  if (typeof o.fair !== "boolean") throw new InvalidArgumentError(`${where}.fair`, "must be a boolean");
   const clock = o.clock as Partial<Clock> | null;
   if (!clock || ["now", "epoch", "sleep", "timeout"].some((m) => typeof clock[m as keyof Clock] !== "function")) {
     throw new InvalidArgumentError(`${where}.clock`, "must have now, epoch, sleep and timeout functions");
@@ -38,7 +39,7 @@ export function resolveOptions(options: RedlockOptions | undefined, where = "opt
 /** The retry settings of one acquisition: the call's, else the instance's, checked. */
 export function checkRetryPolicy(
   options: AcquireOptions,
-  defaults: Pick<ResolvedOptions, "retryCount" | "retryDelay" | "retryJitter">,
+  defaults: Pick<ResolvedOptions, "retryCount" | "retryDelay" | "retryJitter"> & { fair?: boolean },
 ): RetryPolicy {
   if (typeof options !== "object" || options === null) throw new InvalidArgumentError("options", "must be an object");
   const signal = checkSignal(options.signal, "options.signal");
@@ -48,7 +49,12 @@ export function checkRetryPolicy(
     retryJitter: options.retryJitter ?? defaults.retryJitter,
   };
   checkRetry(policy, "options");
-  return { ...policy, maxWait: checkDuration("options.maxWait", options.maxWait), signal };
+  if (options.fair !== undefined && typeof options.fair !== "boolean")
+    throw new InvalidArgumentError("options.fair", "must be a boolean");
+  const maxWait = checkDuration("options.maxWait", options.maxWait);
+  // One try never enqueues: there is no later attempt to be served by.
+  const retries = policy.retryCount !== 0 && maxWait !== 0;
+  return { ...policy, maxWait, signal, fair: (options.fair ?? defaults.fair ?? true) && retries };
 }
 
 /** Checks retry settings (also used for per-call overrides). */

@@ -113,9 +113,14 @@ export class LockAcquisitionError extends RedlockError {
     whats.set(this, what);
   }
 
-  /** The holder's remaining time as the denying nodes of the last attempt reported it (ms), if known. */
+  /**
+   * When to ask again (ms), if known: the holder's remaining time as the denying nodes of the last attempt
+   * reported it, times one plus the waiters that were ahead in line (each may hold as long).
+   */
   get retryAfterMs(): number | undefined {
-    return holderPttl(this.attempts[this.attempts.length - 1]);
+    const last = this.attempts[this.attempts.length - 1];
+    const pttl = holderPttl(last);
+    return pttl === undefined ? undefined : pttl * (1 + (waitersAhead(last) ?? 0));
   }
 }
 
@@ -248,6 +253,15 @@ function describe(reason: FailureReason, tally: AttemptTally, what: "lock" | "pe
   const pttl = holderPttl(tally);
   const frees = pttl === undefined ? "" : `, free in about ${pttl} ms`;
   return what === "permit" ? `every permit is held${frees} (${counts})` : `held by another holder${frees} (${counts})`;
+}
+
+/** The median of the places in line the denying nodes reported, if any did. */
+function waitersAhead(tally: AttemptTally | undefined): number | undefined {
+  const places = (tally?.votes ?? []).flatMap((v) =>
+    v.outcome === "denied" && v.position !== undefined ? [v.position] : [],
+  );
+  if (places.length === 0) return undefined;
+  return places.sort((a, b) => a - b)[Math.floor((places.length - 1) / 2)];
 }
 
 function holderPttl(tally: AttemptTally | undefined): number | undefined {

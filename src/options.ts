@@ -10,7 +10,10 @@ import type { Clock } from "./support/clock.ts";
  * ```
  */
 export interface RedlockOptions {
-  /** Attempts after the first one; `-1` retries until the caller's signal aborts. Default 10. */
+  /**
+   * Attempts after the first one; `-1` retries until the caller's signal aborts. Default 10. A fair
+   * acquisition asks as often as the queue says, and has at least `retryCount × retryDelay` ms as well.
+   */
   retryCount?: number;
   /** Mean wait between attempts in ms. Default 200. */
   retryDelay?: number;
@@ -35,6 +38,12 @@ export interface RedlockOptions {
    * nodes built from `{ url, token }` and `Redis` instances.
    */
   warnings?: boolean;
+  /**
+   * Wait in line: an acquisition that retries joins a wait queue per resource on every node and is served
+   * in order of its first attempt (docs/SAFETY.md, "Fair waiting"). `false`: retry at random, as before.
+   * Default true.
+   */
+  fair?: boolean;
   /** Time source; replace only in tests (see {@link Clock}). */
   clock?: Clock;
   /**
@@ -61,6 +70,8 @@ export interface AcquireOptions {
   retryJitter?: number;
   /** Give up once the next attempt would start more than this many ms after the call (0 = one attempt). */
   maxWait?: number;
+  /** Wait in line (see {@link RedlockOptions.fair}); `false` retries at random. Default: the instance's. */
+  fair?: boolean;
   /**
    * Hand out a fencing token (`lock.fence`): costs one more round trip (the write-back round).
    * Default false.
@@ -90,6 +101,8 @@ export interface RetryPolicy {
   /** Give up once the next attempt would start more than this many ms after the first. */
   maxWait?: number;
   signal?: AbortSignal;
+  /** Wait in the nodes' queues (only when the acquisition may retry: one try never enqueues). */
+  fair: boolean;
 }
 
 /** Options after defaults and checks (every field set). */
@@ -104,7 +117,14 @@ export const DEFAULTS: Readonly<Omit<ResolvedOptions, "clock" | "onEvent">> = Ob
   nodeTimeout: 500,
   batching: true,
   warnings: true,
+  fair: true,
 });
+
+/**
+ * How long a waiter's queue entry lives after its latest attempt ran on a node (ms): a waiter that
+ * vanished holds the queue up at most this long. Waits between a waiter's attempts stay well below it.
+ */
+export const WAITER_LEASE_MS = 300;
 
 /** The longest ttl accepted (2^31 − 1 ms, the largest timer delay runtimes support). */
 export const MAX_TTL = 2 ** 31 - 1;

@@ -13,6 +13,7 @@ import { inspectResources, type Inspection } from "./lock/inspect.ts";
 import { holdWhile } from "./lock/keeper.ts";
 import { Lifecycle } from "./lock/lifecycle.ts";
 import { Lock, type ReleaseResult } from "./lock/lock.ts";
+import { Line, queueKey } from "./lock/queue.ts";
 import { nodesFromEnv, type EnvOptions } from "./node/env.ts";
 import { toNodes, type NodeInput } from "./node/input.ts";
 import type { RedlockNode } from "./node/node.ts";
@@ -26,6 +27,7 @@ import {
 import { retrying, type Attempt } from "./quorum/retry.ts";
 import { Rounds } from "./quorum/rounds.ts";
 import { FENCE } from "./scripts/fencing.ts";
+import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE } from "./scripts/fair.ts";
 import { ACQUIRE, FENCED_ACQUIRE } from "./scripts/lock.ts";
 import { Semaphore } from "./semaphore/semaphore.ts";
 
@@ -105,39 +107,48 @@ export class Redlock {
     if (options.fencing !== undefined && typeof options.fencing !== "boolean")
       throw new InvalidArgumentError("options.fencing", "must be a boolean");
     const fencing = options.fencing === true;
-    const roundKeys = fencing ? [...keys, ...keys.map(fenceKey)] : keys;
+    const fenceKeys = fencing ? keys.map(fenceKey) : [];
     const rounds = this.#rounds;
     const lifecycle = this.#lifecycle;
+    // Fair by default: one ticket for the whole acquisition; the queue keys ride in the same request.
+    // A single try (no retries) still respects the line, but never joins it.
+    const fair = (options.fair ?? this.options.fair) !== false;
+    const line = fair ? new Line(rounds.clock, keys.map(queueKey)) : undefined;
+    const script = line ? (fencing ? FENCED_FAIR_ACQUIRE : FAIR_ACQUIRE) : fencing ? FENCED_ACQUIRE : ACQUIRE;
+    const roundKeys = [...keys, ...(line?.queues ?? []), ...fenceKeys];
+    const args = (value: string) => [value, String(ttl), String(keys.length), ...(line?.args(policy.fair) ?? [])];
+    const leave = line && policy.fair ? () => lifecycle.leave(keys, line.queues, line.ticket) : undefined;
     const attempt =
       (hooks: AcquireHooks | undefined) =>
       async (n: number): Promise<Attempt<Lock>> => {
-        const grant = await rounds.grant(
-          fencing ? FENCED_ACQUIRE : ACQUIRE,
-          roundKeys,
-          (value) => [value, String(ttl), String(keys.length)],
-          policy.signal,
-        );
+        const grant = await rounds.grant(script, roundKeys, args, policy.signal);
         let round = grant.round;
         let fence: string | undefined;
         if (fencing && rounds.holds(round, ttl, grant.start)) {
           // Fencing: raise the counters to the token on a quorum that still holds the lock
           // (docs/SAFETY.md, "Fencing tokens across a quorum").
-          // Every grant of FENCED_ACQUIRE carries a counter (a bare grant is an error vote).
+          // Every grant of a fenced acquire carries a counter (a bare grant is an error vote).
           fence = maxFence(round.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
-          round = await rounds.round(FENCE, roundKeys, [grant.value, fence], {
+          round = await rounds.round(FENCE, [...keys, ...fenceKeys], [grant.value, fence], {
             signal: policy.signal,
             decide: "outcome",
             cancelStragglers: true,
           });
         }
-        if (!rounds.holds(round, ttl, grant.start)) return lifecycle.failed(n, round, grant, ttl, keys);
-        hooks?.won(round);
-        return { held: new Lock(keys, grant.value, n, fence, lifecycle.held(grant, ttl)) };
+        if (rounds.holds(round, ttl, grant.start)) {
+          hooks?.won(round);
+          const queue = line ? { keys: line.queues, ticket: line.ticket } : undefined;
+          return { held: new Lock(keys, grant.value, n, fence, { ...lifecycle.held(grant, ttl), queue }) };
+        }
+        const failure = lifecycle.failed(n, round, grant, ttl, keys);
+        if (!line || !policy.fair) return failure;
+        const split = grant.round.granted > 0;
+        return { ...failure, waitMs: line.wait(grant.round, grant.start), settleFirst: split };
       };
     const began = rounds.clock.now();
     const labels = rounds.nodes.map((node) => node.label);
     return reportAcquire(lifecycle.emit, "lock", keys, rounds.clock, (hooks) =>
-      retrying(rounds.clock, keys, policy, attempt(hooks), "lock", hooks).catch((error: unknown) => {
+      retrying(rounds.clock, keys, policy, attempt(hooks), { what: "lock", hooks, leave }).catch((error: unknown) => {
         throw error instanceof LockAcquisitionError ? nameNodes(error, labels, rounds.clock.now() - began) : error;
       }),
     );

@@ -81,7 +81,9 @@ const MAY_IMPORT: Record<string, string[]> = {
  */
 const OUTSIDE: Record<string, (target: string) => boolean> = {
   "testing/local-nodes.ts": (target) =>
-    ["../dev/cluster.ts", "../dev/cluster-process.ts", "../dev/redis-server.ts"].includes(target),
+    ["../dev/cluster.ts", "../dev/cluster-process.ts", "../dev/redis-server.ts", "../dev/memory-cluster.ts"].includes(
+      target,
+    ),
 };
 
 /** Imports of another group that must be `import type` (quorum/ knows the shape of a script, never its Lua). */

@@ -13,8 +13,8 @@ import { judge } from "./verdict.ts";
 
 /**
  * Checks the databases a `Redlock` would use and says whether they can carry a lock:
- * every node reachable and its round trips (p50/p99); every script the library may send loads and runs
- * (the fenced acquire, which reads `TIME` before it writes, included), and whether
+ * every node reachable and its round trips (p50/p99); every script the library sends to a lock node loads
+ * and runs (the fenced acquires, which read `TIME` before they write, included), and whether
  * Upstash's key-locking flag is accepted; **independence** (a random probe key written on one node
  * must not appear on any other: two URLs of one database are one node); clock offsets against the
  * drift allowance; the expected lock latency (the quorum-th fastest round trip); eviction, where a
@@ -68,7 +68,7 @@ export async function checkNodes(nodes: readonly NodeConfig[], options: DoctorOp
   );
 
   // 3. Independence: once the probes had time to reach any replica, look for every probe on every node;
-  //    in the same request, every script the library may send runs once (the fenced acquire included).
+  //    in the same request, every lock-node script of the library runs once (the fenced acquires included).
   if (probed.size > 1) await systemClock.sleep(o.settleMs, o.signal);
   const seen = await Promise.all(
     reachable.map((j) => probesAndScripts(calls[j], probeKeys, run, j, health[j].keyLocking === "accepted")),

@@ -12,7 +12,7 @@ export { caller, type Call, type Reply } from "./rest.ts";
 export const PROBE_PREFIX = "edge-redlock-doctor:";
 const PROBE_TTL_MS = 60_000;
 /** A read-only script: scripting works at all. */
-const EXISTS_SCRIPT = 'return redis.call("EXISTS", KEYS[1])';
+export const EXISTS_SCRIPT = 'return redis.call("EXISTS", KEYS[1])';
 /** Every script the library may send (the trials' list): each must load under the SHA the library computes. */
 const LOCK_SCRIPTS = trialScripts();
 
@@ -112,8 +112,8 @@ export async function inspect(
 }
 
 /**
- * Reads every probe key on one node and deletes them there, then runs every script the library may send
- * (the flagged form where `flagged`, as the library would), all in one pipeline. Resolves with the
+ * Reads every probe key on one node and deletes them there, then runs every script the library sends to a lock
+ * node (the flagged form where `flagged`, as the library would), all in one pipeline. Resolves with the
  * indexes of the probes found, its own excepted (each is a node that is this same database), and what
  * went wrong with the scripts, if anything.
  * @example

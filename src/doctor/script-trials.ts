@@ -1,22 +1,25 @@
-// Every script the library may send, run once on each node in the order a lock's life sends them, so an
-// engine that refuses one (a write after TIME, a rule of its own) fails the doctor instead of production.
-// A new script is one more entry in SCRIPT_TRIALS; a unit test fails while a script of the
-// `edge-redlock/scripts` entry has none.
+// Every script the library may send to a lock node, run once on each node in the order a lock's life sends
+// them, so an engine that refuses one (a write after TIME, a rule of its own) fails the doctor instead of
+// production. A new script is one more entry in SCRIPT_TRIALS (or in RESOURCE_SCRIPTS); a unit test fails
+// while a script of the `edge-redlock/scripts` entry is in neither.
+import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE, LEAVE } from "../scripts/fair.ts";
 import { ACQUIRE, EXTEND, FENCED_ACQUIRE, RELEASE } from "../scripts/lock.ts";
 import { FENCE, FENCED_READ, FENCED_WRITE } from "../scripts/fencing.ts";
 import { INSPECT } from "../scripts/inspect.ts";
 import type { Script } from "../scripts/script.ts";
 import { withoutKeyLocking } from "../scripts/script.ts";
-import { SEMAPHORE_ACQUIRE } from "../scripts/semaphore.ts";
+import { FAIR_SEMAPHORE_ACQUIRE, SEMAPHORE_ACQUIRE } from "../scripts/semaphore.ts";
 
 /** The keys one node's trials use, each under the doctor's probe prefix (expiring, and deleted after). */
 export interface TrialKeys {
   lock: string;
   fence: string;
-  data: string;
-  seen: string;
   slot1: string;
   slot2: string;
+  /** The lock's wait queue (fair waiting). */
+  queue: string;
+  /** The semaphore's wait queue. */
+  slotQueue: string;
 }
 
 /** One run of one script: what it is sent and the vote its reply must give. */
@@ -30,9 +33,12 @@ export interface ScriptTrial {
   expect: "granted" | "denied";
 }
 
+/** A fair acquire's arguments: value, ttl, one resource, the waiter's ticket, its lease, and join the queue. */
+const fair = (ticket: string) => (v: string, ttl: string) => [v, ttl, "1", ticket, ttl, "1"];
+
 /**
  * The runs, in order: each may rely on the ones before it on the same node (one pipeline, members in
- * order). The fenced acquire is the one that calls `TIME` before writing.
+ * order). The fenced acquires are the ones that call `TIME` before writing.
  */
 export const SCRIPT_TRIALS: readonly ScriptTrial[] = [
   { label: "acquire", script: ACQUIRE, keys: (k) => [k.lock], args: (v, ttl) => [v, ttl], expect: "granted" },
@@ -45,6 +51,23 @@ export const SCRIPT_TRIALS: readonly ScriptTrial[] = [
   },
   { label: "extend", script: EXTEND, keys: (k) => [k.lock], args: (v, ttl) => [v, ttl], expect: "granted" },
   { label: "release", script: RELEASE, keys: (k) => [k.lock], args: (v) => [v], expect: "granted" },
+  { label: "fair acquire", script: FAIR_ACQUIRE, keys: (k) => [k.lock, k.queue], args: fair("1"), expect: "granted" },
+  {
+    label: "fair acquire (held: joins the queue)",
+    script: FAIR_ACQUIRE,
+    keys: (k) => [k.lock, k.queue],
+    args: (v, ttl) => fair("2")(`${v}-other`, ttl),
+    expect: "denied",
+  },
+  { label: "leave", script: LEAVE, keys: (k) => [k.lock, k.queue], args: (v) => [v, "1"], expect: "granted" },
+  {
+    label: "fenced fair acquire",
+    script: FENCED_FAIR_ACQUIRE,
+    keys: (k) => [k.lock, k.queue, k.fence],
+    args: fair("2"),
+    expect: "granted",
+  },
+  { label: "leave (fenced)", script: LEAVE, keys: (k) => [k.lock, k.queue], args: (v) => [v, "2"], expect: "granted" },
   {
     label: "fenced acquire",
     script: FENCED_ACQUIRE,
@@ -54,29 +77,34 @@ export const SCRIPT_TRIALS: readonly ScriptTrial[] = [
   },
   { label: "fence", script: FENCE, keys: (k) => [k.lock, k.fence], args: (v) => [v, "1"], expect: "granted" },
   {
-    label: "fenced write",
-    script: FENCED_WRITE,
-    keys: (k) => [k.data, k.seen],
-    args: (v) => ["5", v],
-    expect: "granted",
-  },
-  { label: "fenced read", script: FENCED_READ, keys: (k) => [k.data, k.seen], args: () => ["5"], expect: "granted" },
-  {
     label: "semaphore acquire",
     script: SEMAPHORE_ACQUIRE,
     keys: (k) => [k.slot1, k.slot2],
     args: (v, ttl) => [v, ttl, "1"],
     expect: "granted",
   },
+  {
+    label: "fair semaphore acquire",
+    script: FAIR_SEMAPHORE_ACQUIRE,
+    keys: (k) => [k.slot1, k.slot2, k.slotQueue],
+    args: (v, ttl) => [v, ttl, "2", "1", ttl, "1"],
+    expect: "granted",
+  },
   { label: "inspect", script: INSPECT, keys: (k) => [k.lock, k.slot1], args: () => [], expect: "granted" },
   {
-    label: "release (lock and permit)",
+    label: "release (lock and permits)",
     script: RELEASE,
-    keys: (k) => [k.lock, k.slot1],
+    keys: (k) => [k.lock, k.slot1, k.slot2],
     args: (v) => [v],
     expect: "granted",
   },
 ];
+
+/**
+ * The scripts the library sends to the database that holds a protected resource (`fencedWrite`,
+ * `fencedRead`), not to the lock nodes the doctor is given: not run by the doctor.
+ */
+export const RESOURCE_SCRIPTS: readonly Script[] = [FENCED_WRITE, FENCED_READ];
 
 /**
  * The scripts of {@link SCRIPT_TRIALS}, each Lua source once (the fenced acquire is the acquire's Lua).
@@ -102,10 +130,10 @@ export function trialKeys(prefix: string): TrialKeys {
   return {
     lock: key("lock"),
     fence: key("fence"),
-    data: key("data"),
-    seen: key("seen"),
     slot1: key("slot1"),
     slot2: key("slot2"),
+    queue: key("queue"),
+    slotQueue: key("slot-queue"),
   };
 }
 
@@ -128,22 +156,21 @@ export function trialCommands(keys: TrialKeys, value: string, ttl: string, flagg
 
 /**
  * Judges the replies of {@link trialCommands} (each `{ result }` or `{ error }`): undefined when every
- * script gave the vote it should, else what went wrong first, naming the run.
+ * script gave the vote it should, else each run that did not, named, joined by "; ".
  * @example
  * ```ts
  * const failure = judgeTrials(parts); // "fenced acquire: ERR Write commands not allowed after non deterministic …"
  * ```
  */
 export function judgeTrials(parts: readonly { result?: unknown; error?: string }[]): string | undefined {
-  for (const [i, trial] of SCRIPT_TRIALS.entries()) {
+  const failures = SCRIPT_TRIALS.flatMap((trial, i) => {
     const part = parts[i];
-    if (part === undefined) return `${trial.label}: no reply`;
-    if (part.error !== undefined) return `${trial.label}: ${part.error}`;
+    if (part === undefined) return [`${trial.label}: no reply`];
+    if (part.error !== undefined) return [`${trial.label}: ${part.error}`];
     const vote = trial.script.vote(part.result);
-    if (vote.outcome !== trial.expect) {
-      const said = vote.outcome === "error" ? `an unexpected reply (${vote.cause})` : vote.outcome;
-      return `${trial.label}: ${said} where the script should have ${trial.expect}`;
-    }
-  }
-  return undefined;
+    if (vote.outcome === trial.expect) return [];
+    const said = vote.outcome === "error" ? `an unexpected reply (${vote.cause})` : vote.outcome;
+    return [`${trial.label}: ${said} where the script should have ${trial.expect}`];
+  });
+  return failures.length === 0 ? undefined : failures.join("; ");
 }

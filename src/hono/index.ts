@@ -82,7 +82,11 @@ export type LockKey<E extends Env> =
 export interface HoldMiddlewareOptions<E extends Env> {
   /** ttl in ms; extended automatically while the handler runs. Default 10 000. */
   ttl?: number;
-  /** How long to keep retrying while busy or full, in ms (0 = fail fast). Default 0. */
+  /**
+   * How long to wait while busy or full, in ms (0 = fail fast). The request waits in line (the Redlock's
+   * `fair` queue, unless it was made with `fair: false`), and a 423/429 carries a `Retry-After` from the
+   * holder's remaining time and the waiters that were ahead. Default 0.
+   */
   wait?: number | ((c: Context<E>) => number);
   /**
    * The Redlock to use: an instance, or a factory. Default: built once per isolate by `Redlock.fromEnv` from the

@@ -4,6 +4,7 @@
 import { LockExtensionError, nameNodes, type AttemptTally } from "../errors.ts";
 import type { Round } from "../quorum/fan-out.ts";
 import type { Grant, Rounds } from "../quorum/rounds.ts";
+import { LEAVE } from "../scripts/fair.ts";
 import { EXTEND, RELEASE } from "../scripts/lock.ts";
 import type { Vote } from "../scripts/vote.ts";
 import { checkTtl } from "../check.ts";
@@ -71,12 +72,15 @@ export class Lifecycle {
     const state = lockState(lock);
     state.released = true;
     state.expiresAt = Math.min(state.expiresAt, rounds.clock.epoch());
-    const keys = [...state.keys];
+    // A fair lock leaves its queues in the same request (its ticket may still wait on nodes that denied it).
+    const [script, keys, args] = state.queue
+      ? [LEAVE, [...state.keys, ...state.queue.keys], [state.value, state.queue.ticket]]
+      : [RELEASE, [...state.keys], [state.value]];
     // Acquire replies still out now may land after this release.
     const late = new Map(state.stragglers);
     state.stragglers.clear();
     const began = rounds.clock.now();
-    const round = await rounds.round(RELEASE, keys, [state.value], { decide: "answered", cancelStragglers: false });
+    const round = await rounds.round(script, keys, args, { decide: "answered", cancelStragglers: false });
     const { granted: released, errors } = round;
     this.emit?.({
       type: "release",
@@ -90,10 +94,21 @@ export class Lifecycle {
     const followUps = [...late].map(async ([node, acquired]) => {
       // Where this release deleted the keys, the acquire had run before it: nothing can land after.
       if ((await round.settled[node]).outcome === "granted") return;
-      if ((await acquired).outcome !== "denied") await rounds.ask(node, RELEASE, keys, [state.value]);
+      if ((await acquired).outcome !== "denied") await rounds.ask(node, script, keys, args);
     });
     const pending = Promise.all([...running, ...followUps]).then(() => undefined);
     return { released, errors, votes: round.votes, pending };
+  }
+
+  /**
+   * A waiter that stops waiting leaves the queues of `keys` on every node (best effort, each request bounded
+   * by nodeTimeout; an entry this misses, or an enqueue that lands after it, expires with its lease). Run
+   * once every attempt's cleanup is over, so no request of the waiter's own is still on its way.
+   */
+  async leave(keys: readonly string[], queues: readonly string[], ticket: string): Promise<void> {
+    const rounds = this.#rounds;
+    // "-" is never a lock value: LEAVE deletes nothing here, it only takes the ticket out.
+    await Promise.all(rounds.nodes.map((_, node) => rounds.ask(node, LEAVE, [...keys, ...queues], ["-", ticket])));
   }
 
   /** See `Redlock.extend`. */

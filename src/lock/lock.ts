@@ -54,6 +54,8 @@ export interface LockState {
   stragglers: Map<number, Promise<Vote>>;
   /** Set when release() is called: the lock is dead from then on. */
   released: boolean;
+  /** A fair lock's wait queues (one per key, in the same order) and its ticket: its release leaves them too. */
+  queue?: { keys: readonly string[]; ticket: string };
 }
 
 const states = new WeakMap<Lock, LockState>();

@@ -16,6 +16,8 @@
 export { KEY_LOCKING, rejectsKeyLocking, scriptSha, withoutKeyLocking, type Script } from "./script.ts";
 export { ACQUIRE, EXTEND, FENCED_ACQUIRE, RELEASE } from "./lock.ts";
 export { FENCE, FENCED_READ, FENCED_WRITE } from "./fencing.ts";
-export { SEMAPHORE_ACQUIRE } from "./semaphore.ts";
+export { FAIR_SEMAPHORE_ACQUIRE, SEMAPHORE_ACQUIRE } from "./semaphore.ts";
+export { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE, LEAVE } from "./fair.ts";
+export { QUEUE_EPOCH_MS } from "./queue.ts";
 export { INSPECT } from "./inspect.ts";
 export type { NodeVote, Vote } from "./vote.ts";

@@ -29,6 +29,28 @@ export function grantWithFence(reply: unknown): Vote {
   return refusal(reply);
 }
 
+/**
+ * A fair script's refusal, `{0, pttl, ahead}`: the holder's PTTL (-2 when only the queue stood in the way)
+ * and how many live waiters are ahead of the asker; anything else is an error.
+ * @example
+ * ```ts
+ * fairRefusal([0, 4200, 2]); // { outcome: "denied", pttl: 4200, position: 2 }
+ * ```
+ */
+export function fairRefusal(reply: unknown): Vote {
+  if (
+    Array.isArray(reply) &&
+    reply.length === 3 &&
+    reply[0] === 0 &&
+    isInteger(reply[1]) &&
+    reply[1] >= -2 &&
+    isInteger(reply[2]) &&
+    reply[2] >= 0
+  )
+    return { outcome: "denied", pttl: reply[1], position: reply[2] };
+  return unexpected(reply);
+}
+
 function refusal(reply: unknown): Vote {
   if (Array.isArray(reply) && reply.length === 2 && reply[0] === 0 && isInteger(reply[1]) && reply[1] >= -2)
     return { outcome: "denied", pttl: reply[1] };

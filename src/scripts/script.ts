@@ -15,6 +15,9 @@ export interface Script {
   /** Which script this is (for failure texts and tallies). */
   readonly name:
     | "acquire"
+    | "fair-acquire"
+    | "leave"
+    | "fair-semaphore-acquire"
     | "release"
     | "extend"
     | "fence"

@@ -5,9 +5,9 @@
  * answered and refused (another value holds a key; `pttl` is its remaining time in ms, -1 when it
  * has no expiry, -2 when the key is absent). A grant from a fencing acquire carries the node's
  * counter as `fence` (a decimal string). A semaphore's refusal lists the slots that look `free` on that
- * node (0-based) and its `pttl` is the soonest expiry of a held slot. `error`: no usable answer (timeout, network,
- * HTTP status, unparsable or unexpected
- * reply) — never a vote for.
+ * node (0-based) and its `pttl` is the soonest expiry of a held slot. A fair script's refusal says how many
+ * live waiters are ahead of the asker in the node's queue (`position`, 0: first in line). `error`: no usable
+ * answer (timeout, network, HTTP status, unparsable or unexpected reply) — never a vote for.
  * @example
  * ```ts
  * const vote: Vote = { outcome: "denied", pttl: 4200 };
@@ -15,7 +15,7 @@
  */
 export type Vote =
   | { outcome: "granted"; fence?: string }
-  | { outcome: "denied"; pttl?: number; free?: number[] }
+  | { outcome: "denied"; pttl?: number; free?: number[]; position?: number }
   | { outcome: "error"; cause: string };
 
 /**

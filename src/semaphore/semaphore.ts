@@ -9,7 +9,8 @@ import { Lock, type LockState } from "../lock/lock.ts";
 import { RESERVED_PREFIX, type AcquireOptions, type UsingOptions } from "../options.ts";
 import { retrying, type Attempt } from "../quorum/retry.ts";
 import type { Rounds } from "../quorum/rounds.ts";
-import { SEMAPHORE_ACQUIRE } from "../scripts/semaphore.ts";
+import { Line, SEMAPHORE_QUEUE_PREFIX } from "../lock/queue.ts";
+import { FAIR_SEMAPHORE_ACQUIRE, SEMAPHORE_ACQUIRE } from "../scripts/semaphore.ts";
 import { randomUnit } from "../support/random.ts";
 import { freeSlot } from "./slots.ts";
 
@@ -105,6 +106,12 @@ export class Semaphore {
     const policy = checkRetryPolicy(options, rounds.options);
     if (options.fencing) throw new InvalidArgumentError("options.fencing", "is not available for semaphore permits");
     let slot = Math.floor(randomUnit() * this.limit);
+    // Fair (the default): waiters are admitted in ticket order, one queue per semaphore, in the same request.
+    const fair = (options.fair ?? rounds.options.fair) !== false;
+    const line = fair ? new Line(rounds.clock, [SEMAPHORE_QUEUE_PREFIX + this.key]) : undefined;
+    const script = line ? FAIR_SEMAPHORE_ACQUIRE : SEMAPHORE_ACQUIRE;
+    const keys = [...this.#slots, ...(line?.queues ?? [])];
+    const leave = line && policy.fair ? () => lifecycle.leave([this.#slots[0]], line.queues, line.ticket) : undefined;
     const attempt =
       (hooks: AcquireHooks | undefined) =>
       async (n: number): Promise<Attempt<Permit>> => {
@@ -114,9 +121,9 @@ export class Semaphore {
           const take = slot;
           tried.add(take);
           const grant = await rounds.grant(
-            SEMAPHORE_ACQUIRE,
-            this.#slots,
-            (value) => [value, String(ttl), String(take + 1)],
+            script,
+            keys,
+            (value) => [value, String(ttl), String(take + 1), ...(line?.args(policy.fair) ?? [])],
             policy.signal,
           );
           if (rounds.holds(grant.round, ttl, grant.start)) {
@@ -124,6 +131,7 @@ export class Semaphore {
             const permit = new Permit(this.key, take, grant.value, n, {
               ...lifecycle.held(grant, ttl, "permit"),
               keys: [this.#slots[take]],
+              queue: line ? { keys: line.queues, ticket: line.ticket } : undefined,
             });
             // The earlier tries' slots are released too.
             return { held: permit, cleanup: Promise.all(cleanups).then(() => undefined) };
@@ -132,12 +140,20 @@ export class Semaphore {
           cleanups.push(failure.cleanup);
           const next = freeSlot(grant.round, this.limit, rounds.quorum, tried);
           slot = next.slot;
-          if (!next.onQuorum || policy.signal?.aborted)
-            return { failed: failure.failed, cleanup: Promise.all(cleanups).then(() => undefined) };
+          if (!next.onQuorum || policy.signal?.aborted) {
+            const cleanup = Promise.all(cleanups).then(() => undefined);
+            if (!line || !policy.fair) return { failed: failure.failed, cleanup };
+            return {
+              failed: failure.failed,
+              cleanup,
+              waitMs: line.wait(grant.round, grant.start),
+              settleFirst: grant.round.granted > 0,
+            };
+          }
         }
       };
     return reportAcquire(lifecycle.emit, "permit", [this.key], rounds.clock, (hooks) =>
-      retrying(rounds.clock, [this.key], policy, attempt(hooks), "permit", hooks),
+      retrying(rounds.clock, [this.key], policy, attempt(hooks), { what: "permit", hooks, leave }),
     );
   }
 

@@ -38,3 +38,19 @@ export function toHex(bytes: Uint8Array): string {
 export function randomUnit(): number {
   return crypto.getRandomValues(new Uint32Array(1))[0] / 2 ** 32;
 }
+
+/**
+ * A waiter's ticket: its first attempt's wall-clock time in ms (16 digits) and 64 random bits (16 hex
+ * digits). Fixed width and only `[0-9a-f]`, so every node orders tickets the same way as strings; the
+ * random part breaks ties between waiters of the same millisecond.
+ * @example
+ * ```ts
+ * const ticket = waiterTicket(Date.now()); // "0001732406400000" + "9f86d081884c7d65"
+ * ```
+ */
+export function waiterTicket(epochMs: number): string {
+  const ms = String(Math.max(0, Math.floor(epochMs)))
+    .padStart(16, "0")
+    .slice(-16);
+  return ms + toHex(crypto.getRandomValues(new Uint8Array(8)));
+}

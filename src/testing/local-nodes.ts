@@ -18,8 +18,8 @@ export interface LocalNode {
   token: string;
   /** The node's admin API (fault controls; see {@link nodeFaults}). */
   adminUrl: string;
-  /** The redis-server behind it, for plain Redis clients: redis://127.0.0.1:<port>. */
-  redisUrl: string;
+  /** The redis-server behind it, for plain Redis clients: redis://127.0.0.1:<port> (absent for memory nodes). */
+  redisUrl?: string;
 }
 
 /**
@@ -53,6 +53,12 @@ export interface LocalNodes {
 export interface StartLocalNodesOptions {
   /** How many independent nodes (default 5). */
   nodes?: number;
+  /**
+   * Memory nodes behind the same Upstash-compatible HTTP front, in this process: no redis-server and no
+   * Redis client needed. They run the library's own scripts (held to real Redis by the project's
+   * conformance test) and refuse anything else. Default false: real redis-server processes.
+   */
+  memory?: boolean;
   /** The redis-server binary (default: found on PATH or in /usr/bin, /usr/local/bin, /opt/homebrew/bin). */
   redisServer?: string;
 }
@@ -80,6 +86,10 @@ export async function startLocalNodes(options: StartLocalNodesOptions = {}): Pro
   const count = options.nodes ?? 5;
   if (!Number.isInteger(count) || count < 1 || count > 32)
     throw new RangeError("startLocalNodes: nodes must be an integer from 1 to 32");
+  if (options.memory !== undefined && typeof options.memory !== "boolean")
+    throw new TypeError("startLocalNodes: memory must be a boolean");
+  if (options.memory)
+    return running(await (await import("../../dev/memory-cluster.ts")).startMemoryCluster({ nodes: count }));
   let dev: typeof import("../../dev/cluster.ts");
   let child: typeof import("../../dev/cluster-process.ts");
   let redis: typeof import("../../dev/redis-server.ts");
@@ -101,6 +111,11 @@ export async function startLocalNodes(options: StartLocalNodesOptions = {}): Pro
   const cluster = onNode
     ? await child.spawnCluster({ nodes: count, binary })
     : await dev.startCluster({ nodes: count, binary });
+  return running(cluster);
+}
+
+/** The handle of running nodes, real or memory. */
+function running(cluster: { nodes: LocalNode[]; stop(): Promise<void> }): LocalNodes {
   const nodes = cluster.nodes.map(({ url, token, adminUrl, redisUrl }) => ({ url, token, adminUrl, redisUrl }));
   const env = Object.fromEntries(
     nodes.flatMap((node, i) => [

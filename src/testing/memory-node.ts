@@ -2,6 +2,7 @@
 // the same replies and keys as the real scripts on real Redis (test/integration/sim-conformance.test.ts).
 // Web standards only: it runs in workerd, edge runtimes, Deno, Bun and Node.
 import type { RedlockNode } from "../node/node.ts";
+import { QUEUE_EPOCH_MS } from "../scripts/queue.ts";
 import type { Script } from "../scripts/script.ts";
 
 /**
@@ -94,6 +95,8 @@ export class MemoryNode implements RedlockNode {
   /** The clock the node runs on. */
   readonly clock: MemoryClock;
   #store = new Map<string, { value: string; expiresAt: number }>();
+  /** Wait queues (sorted sets): ticket → deadline on the queue's own clock (QUEUE_EPOCH_MS − its PTTL). */
+  #queues = new Map<string, { waiters: Map<string, number>; expiresAt: number }>();
 
   /**
    * A node named `label` on `clock` (default: the real clock).
@@ -112,7 +115,7 @@ export class MemoryNode implements RedlockNode {
     return entry.value;
   }
 
-  /** Sets `key` directly (as another holder would), expiring after `ttl` ms. */
+  /** Sets `key` directly (as another holder would), expiring after `ttl` ms (`Infinity`: never). */
   set(key: string, value: string, ttl: number): void {
     this.#store.set(key, { value, expiresAt: this.clock.now() + ttl });
   }
@@ -126,6 +129,7 @@ export class MemoryNode implements RedlockNode {
   pttl(key: string): number {
     const entry = this.#store.get(key);
     if (!entry || entry.expiresAt <= this.clock.now()) return -2;
+    if (entry.expiresAt === Number.POSITIVE_INFINITY) return -1; // no expiry
     return Math.ceil(entry.expiresAt - this.clock.now()); // whole ms, as Redis answers
   }
 
@@ -134,10 +138,33 @@ export class MemoryNode implements RedlockNode {
     return [...this.#store.keys()].filter((key) => this.get(key) !== undefined);
   }
 
-  /** Forgets every key and counter (a restart that lost its data). */
+  /** Forgets every key, queue and counter (a restart that lost its data). */
   flush(): void {
     this.#store.clear();
+    this.#queues.clear();
     this.counters.clear();
+  }
+
+  /** A wait queue's entries (ticket → deadline on the queue's clock), as `ZRANGE … WITHSCORES` lists them. */
+  queue(key: string): Map<string, number> | undefined {
+    const queue = this.#queues.get(key);
+    if (!queue || queue.expiresAt <= this.clock.now()) return undefined;
+    return queue.waiters;
+  }
+
+  /** The tickets of a wait queue whose lease has not run out (what the scripts count as waiting). */
+  liveWaiters(key: string): string[] {
+    const queue = this.#queues.get(key);
+    if (!queue || queue.expiresAt <= this.clock.now()) return [];
+    const now = QUEUE_EPOCH_MS - (queue.expiresAt - this.clock.now());
+    return [...queue.waiters].filter(([, deadline]) => deadline > now).map(([ticket]) => ticket);
+  }
+
+  /** A wait queue's PTTL (-2: absent). */
+  queuePttl(key: string): number {
+    const queue = this.#queues.get(key);
+    if (!queue || queue.expiresAt <= this.clock.now()) return -2;
+    return queue.expiresAt - this.clock.now();
   }
 
   /** Runs `script` after the node's latency, as the mode says; rejects when `signal` aborts first. */
@@ -183,6 +210,12 @@ export class MemoryNode implements RedlockNode {
         return this.#fence(keys, value, args[1]);
       case "semaphore-acquire":
         return this.#semaphore(keys, value, ttl, Number(args[2]) - 1);
+      case "fair-acquire":
+        return this.#fairAcquire(keys, args);
+      case "fair-semaphore-acquire":
+        return this.#fairSemaphore(keys, value, ttl, args);
+      case "leave":
+        return this.#leave(keys, value, args[1]);
       case "inspect":
         return keys.map((key) => (this.get(key) === undefined ? 0 : [this.get(key), this.pttl(key)]));
       case "release":
@@ -202,7 +235,7 @@ export class MemoryNode implements RedlockNode {
     const n = Number(countText ?? keys.length);
     const resources = keys.slice(0, n);
     const pttls = resources.map((key) => this.pttl(key)).filter((pttl) => pttl !== -2);
-    if (pttls.length > 0) return [0, Math.max(...pttls)];
+    if (pttls.length > 0) return [0, pttls.includes(-1) ? -1 : Math.max(...pttls)];
     let fence: bigint | undefined;
     resources.forEach((key, i) => {
       this.set(key, value, Number(ttlText));
@@ -241,6 +274,104 @@ export class MemoryNode implements RedlockNode {
       else if (pttl >= 0 && (soonest === -1 || pttl < soonest)) soonest = pttl;
     });
     return [0, soonest, free];
+  }
+
+  /** The fair acquire: as `acquire`, and only when no live waiter of any queue has a smaller ticket. */
+  #fairAcquire(keys: string[], args: string[]): unknown {
+    const [value, ttlText, countText, ticket, leaseText, join] = args;
+    const n = Number(countText);
+    const queues = keys.slice(n, 2 * n);
+    const pttls = keys
+      .slice(0, n)
+      .map((key) => this.pttl(key))
+      .filter((pttl) => pttl !== -2);
+    const ahead = Math.max(0, ...queues.map((queue) => this.#ahead(queue, ticket)));
+    if (pttls.length > 0 || ahead > 0) {
+      if (join === "1") for (const queue of queues) this.#enqueue(queue, ticket, Number(leaseText));
+      return [0, pttls.length === 0 ? -2 : pttls.includes(-1) ? -1 : Math.max(...pttls), ahead];
+    }
+    for (const queue of queues) this.#dequeue(queue, ticket);
+    return this.#acquire([...keys.slice(0, n), ...keys.slice(2 * n)], [value, ttlText, String(n)]);
+  }
+
+  /** The fair semaphore: the slot is free and fewer live waiters are ahead than slots are free here. */
+  #fairSemaphore(keys: string[], value: string, ttl: number, args: string[]): unknown {
+    const limit = keys.length - 1;
+    const [slot, ticket, lease, join] = [Number(args[2]) - 1, args[3], Number(args[4]), args[5] === "1"];
+    const free: number[] = [];
+    let soonest = -1;
+    keys.slice(0, limit).forEach((key, i) => {
+      const pttl = this.pttl(key);
+      if (pttl === -2) free.push(i);
+      else if (pttl >= 0 && (soonest === -1 || pttl < soonest)) soonest = pttl;
+    });
+    const ahead = this.#ahead(keys[limit], ticket);
+    if (slot < limit && this.get(keys[slot]) === undefined && ahead < free.length) {
+      this.#dequeue(keys[limit], ticket);
+      this.set(keys[slot], value, ttl);
+      return [1];
+    }
+    if (join) this.#enqueue(keys[limit], ticket, lease);
+    return [0, soonest, free, ahead];
+  }
+
+  /** Release where the value still holds, and take the ticket out of every queue. */
+  #leave(keys: string[], value: string, ticket: string): number {
+    const n = keys.length / 2;
+    let released = 0;
+    for (let i = 0; i < n; i++) {
+      if (this.get(keys[i]) === value) {
+        this.#store.delete(keys[i]);
+        released++;
+      }
+      this.#dequeue(keys[n + i], ticket);
+    }
+    return released;
+  }
+
+  /** A queue's clock (QUEUE_EPOCH_MS − its PTTL), rebased after half an epoch; undefined when absent. */
+  #queueNow(key: string): number | undefined {
+    const queue = this.#queues.get(key);
+    if (!queue || queue.expiresAt <= this.clock.now()) return undefined;
+    let now = QUEUE_EPOCH_MS - (queue.expiresAt - this.clock.now());
+    if (now > QUEUE_EPOCH_MS / 2) {
+      for (const [ticket, deadline] of queue.waiters) queue.waiters.set(ticket, deadline - now);
+      queue.expiresAt = this.clock.now() + QUEUE_EPOCH_MS;
+      now = 0;
+    }
+    return now;
+  }
+
+  /** Live waiters with a smaller ticket (expired ones are dropped first). */
+  #ahead(key: string, ticket: string): number {
+    const now = this.#queueNow(key);
+    if (now === undefined) return 0;
+    const queue = this.#queues.get(key)!;
+    for (const [waiter, deadline] of queue.waiters) if (deadline <= now) queue.waiters.delete(waiter);
+    if (queue.waiters.size === 0) this.#queues.delete(key);
+    if (!this.respectQueue) return 0;
+    return [...queue.waiters.keys()].filter((waiter) => waiter < ticket).length;
+  }
+
+  #enqueue(key: string, ticket: string, lease: number): void {
+    const now = this.#queueNow(key);
+    if (now === undefined) {
+      this.#queues.set(key, { waiters: new Map([[ticket, lease]]), expiresAt: this.clock.now() + QUEUE_EPOCH_MS });
+      return;
+    }
+    this.#queues.get(key)!.waiters.set(ticket, now + lease);
+  }
+
+  #dequeue(key: string, ticket: string): void {
+    const queue = this.#queues.get(key);
+    if (!queue) return;
+    queue.waiters.delete(ticket);
+    if (queue.waiters.size === 0) this.#queues.delete(key);
+  }
+
+  /** Whether waiters ahead stop a grant (the project's negative control turns it off). */
+  protected get respectQueue(): boolean {
+    return true;
   }
 
   /** Whether the fencing write-back raises the counters (the project's negative controls turn it off). */

@@ -4,7 +4,7 @@
 export function missingRedisServer(path?: string): Error {
   const where =
     path === undefined
-      ? "redis-server is not installed (looked on PATH and in /usr/bin, /usr/sbin, /usr/local/bin, /opt/homebrew/bin)."
+      ? "redis-server is not installed (looked on PATH and in /usr/local/bin, /opt/homebrew/bin)."
       : `redis-server was not found at ${path}.`;
   return new Error(
     [
@@ -15,6 +15,8 @@ export function missingRedisServer(path?: string): Error {
       "  Windows:        in WSL (Ubuntu): sudo apt-get update && sudo apt-get install -y redis-server,",
       "                  and run your tests inside WSL",
       'Or pass its path: startLocalNodes({ redisServer: "/path/to/redis-server" }).',
+      "Or, with nothing to install: memory nodes behind the same HTTP front, startLocalNodes({ memory: true })",
+      "(npx edge-redlock dev --memory): the library's scripts on an in-process store, not a Redis server.",
     ].join("\n"),
   );
 }

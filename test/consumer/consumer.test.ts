@@ -361,6 +361,8 @@ function readmeRecipes(): { files: Map<string, Record<string, string>>; runs: [s
     files.set(project, { ...files.get(project), [path]: `${text}\n` });
   }
   const runs = [...section.matchAll(/<!-- run: ([\w-]+): (.+?) -->/g)].map(([, project, command]) => [project, command] as [string, string]);
+  // "workers-memory" is the Workers recipe with its globalSetup on memory nodes: the other files as written.
+  files.set("workers-memory", { ...files.get("workers"), ...files.get("workers-memory") });
   return { files, runs };
 }
 
@@ -368,6 +370,8 @@ function readmeRecipes(): { files: Map<string, Record<string, string>>; runs: [s
 const RECIPE_LINKS: Record<string, string[]> = {
   workers: ["vitest", "@cloudflare/vitest-plugin", "wrangler", "hono", "@upstash/redis", "ioredis"],
   "workers-running": ["vitest", "@cloudflare/vitest-plugin", "wrangler", "hono", "@upstash/redis", "ioredis"],
+  // Memory nodes: nothing to install beyond the package and the test tools (no ioredis, no redis-server).
+  "workers-memory": ["vitest", "@cloudflare/vitest-plugin", "wrangler", "hono", "@upstash/redis"],
   "hono-node": ["vitest", "hono", "@upstash/redis", "ioredis"],
   memory: ["vitest", "@upstash/redis"],
   deno: ["@upstash/redis", "ioredis"],
@@ -376,7 +380,7 @@ const RECIPE_LINKS: Record<string, string[]> = {
 
 describe('the README\'s "Testing your app" recipes, as written', () => {
   const { files, runs } = readmeRecipes();
-  it("covers Workers (vitest-plugin; nodes it starts, nodes you run), Hono on Node, memoryNodes, Deno and Bun, each with a command", () => {
+  it("covers Workers (vitest-plugin: nodes it starts, nodes you run, memory nodes), Hono on Node, memoryNodes, Deno and Bun, each with a command", () => {
     expect([...files.keys()].sort()).toEqual(Object.keys(RECIPE_LINKS).sort());
     expect(runs.map(([project]) => project).sort()).toEqual(Object.keys(RECIPE_LINKS).sort());
   });

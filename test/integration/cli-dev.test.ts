@@ -4,17 +4,23 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseEnvFile } from "../../cli/env-file.ts";
+import { LockAcquisitionError, Redlock, checkNodes, nodesFromEnv } from "../../src/index.ts";
 
 const repo = new URL("../../", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "edge-redlock-dev-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Starts a command and resolves once `ready` shows in its stderr. */
-function start(file: string, args: string[], ready: RegExp): Promise<{ child: ChildProcess; output: () => string }> {
-  const child = spawn(file, args, { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+function start(
+  file: string,
+  args: string[],
+  ready: RegExp,
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; output: () => string }> {
+  const child = spawn(file, args, { cwd: repo, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let output = "";
   return new Promise((resolve, reject) => {
     const onData = (chunk: Buffer) => {
@@ -73,6 +79,44 @@ describe("edge-redlock dev", () => {
     child.stderr!.on("data", (c) => (err += String(c)));
     expect(await exited(child)).toBe(2);
     expect(err).toContain("--out PATH");
+  });
+});
+
+describe("edge-redlock dev --memory", () => {
+  it("serves memory nodes with nothing installed: a lock works, the doctor passes, SIGTERM stops them", async () => {
+    const file = join(dir, ".dev.vars.memory");
+    // No redis-server on PATH: memory mode must not look for it.
+    const { child, output } = await start(
+      process.execPath,
+      ["cli/main.ts", "dev", "--memory", "--out", file],
+      /Ctrl-C/,
+      { PATH: dirname(process.execPath) },
+    );
+    expect(output()).toMatch(/5 memory nodes \(the library's scripts on an in-process store\) running/);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const vars = parseEnvFile(readFileSync(file, "utf8"));
+    for (const n of [1, 2, 3, 4, 5]) expect(await answers(vars[`UPSTASH_REDIS_REST_URL_${n}`], vars[`UPSTASH_REDIS_REST_TOKEN_${n}`])).toBe(true);
+    const redlock = Redlock.fromEnv(vars);
+    const lock = await redlock.acquire(["dev:memory"], 5_000);
+    await expect(redlock.acquire(["dev:memory"], 5_000, { retryCount: 0 })).rejects.toBeInstanceOf(LockAcquisitionError);
+    await (await lock.release()).pending;
+    expect((await checkNodes(nodesFromEnv(vars), { samples: 2, settleMs: 20 })).ok).toBe(true);
+    child.kill("SIGTERM");
+    expect(await exited(child)).toBe(0);
+    expect(await allDown(vars, 5)).toBe(true);
+  });
+
+  it("without --memory and without redis-server, says so and suggests --memory", async () => {
+    const child = spawn(process.execPath, ["cli/main.ts", "dev", "--out", join(dir, "never.vars")], {
+      cwd: repo,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, PATH: dirname(process.execPath), EDGE_REDLOCK_NO_INSTALL: "1" },
+    });
+    let err = "";
+    child.stderr!.on("data", (c) => (err += String(c)));
+    expect(await exited(child)).toBe(1);
+    expect(err).toContain("redis-server is not installed");
+    expect(err).toContain("npx edge-redlock dev --memory");
   });
 });
 

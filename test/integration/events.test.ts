@@ -1,8 +1,8 @@
 // onEvent on the real cluster: every acquisition, retry, extension, loss and release is reported, with
 // the nodes' tally; a handler that throws never breaks the lock; no event carries a token or a lock value.
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LockAcquisitionError, LockExtensionError, Redlock, type LockEvent } from "../../src/index.ts";
-import { settle, useCluster } from "./fixture.ts";
+import { loadScripts, settle, useCluster } from "./fixture.ts";
 
 const env = useCluster();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -11,9 +11,12 @@ const configs = () => env.cluster.nodes.map(({ url, token }) => ({ url, token })
 /** A Redlock whose events land in `events`. */
 function observed(options: ConstructorParameters<typeof Redlock>[1] = {}) {
   const events: LockEvent[] = [];
-  const redlock = new Redlock(configs(), { nodeTimeout: 200, onEvent: (event) => events.push(event), ...options });
+  const redlock = new Redlock(configs(), { nodeTimeout: 500, onEvent: (event) => events.push(event), ...options });
   return { redlock, events };
 }
+
+// Scripts loaded on every node first: a cold node's first EVAL is not what these tests are about.
+beforeEach(() => loadScripts(env));
 
 afterEach(async () => {
   await Promise.all(env.admins.map((a) => a.reset()));
@@ -38,7 +41,8 @@ describe("onEvent (real cluster)", () => {
 
   it("reports each retry with its wait, then the failure with the reason and the last tally", async () => {
     const holder = await new Redlock(configs()).acquire(["events:busy"], 5_000);
-    const { redlock, events } = observed({ retryDelay: 30, retryJitter: 10 });
+    // Random retry (fair: false): the waits are retryDelay ± retryJitter.
+    const { redlock, events } = observed({ retryDelay: 30, retryJitter: 10, fair: false });
     await expect(redlock.acquire(["events:busy"], 1_000, { retryCount: 2 })).rejects.toBeInstanceOf(LockAcquisitionError);
     const retries = events.filter((e) => e.type === "retry");
     expect(retries.map((e) => e.type === "retry" && e.attempt)).toEqual([1, 2]);
@@ -53,6 +57,21 @@ describe("onEvent (real cluster)", () => {
     expect(failed?.type === "acquire" && failed.tally.denied).toBeGreaterThanOrEqual(3);
     expect(failed?.type === "acquire" && failed.validityMs).toBeUndefined();
     await holder.release();
+  });
+
+  it("in the fair queue, each retry carries the waiter's place in line", async () => {
+    const holder = await new Redlock(configs()).acquire(["events:line"], 5_000);
+    const { redlock, events } = observed();
+    const first = redlock.acquire(["events:line"], 1_000, { maxWait: 3_000 });
+    await new Promise((r) => setTimeout(r, 150));
+    const second = redlock.acquire(["events:line"], 1_000, { maxWait: 3_000 });
+    await new Promise((r) => setTimeout(r, 300));
+    await holder.release();
+    const [a, b] = await Promise.all([first, second]);
+    const places = events.flatMap((e) => (e.type === "retry" && e.position !== undefined ? [e.position] : []));
+    expect(places).toContain(1);
+    expect(places).toContain(2);
+    await Promise.all([a.release(), b.release()]);
   });
 
   it("counts errors by kind in the tally: a hung node is a timeout, never its text", async () => {
@@ -104,8 +123,9 @@ describe("onEvent (real cluster)", () => {
 
     const permit = await redlock.semaphore("events:sem", 2).acquire(2_000);
     await permit.release();
+    // The nodes just resumed: a first attempt may time out (then a retry event comes first).
     const permits = events.filter((e) => e.kind === "permit").map((e) => e.type);
-    expect(permits).toEqual(["acquire", "release"]);
+    expect(permits.filter((type) => type !== "retry")).toEqual(["acquire", "release"]);
     expect(events.find((e) => e.kind === "permit")).toMatchObject({ resources: ["events:sem"], outcome: "held" });
   });
 

@@ -10,7 +10,7 @@ export const WRITE_AFTER_TIME_ERROR =
 
 const SHIM = [
   "local redis = (function(real) local timed = false",
-  "local writes = {SET = true, INCR = true, INCRBY = true, DEL = true, PEXPIRE = true, EXPIRE = true}",
+  "local writes = {SET = true, INCR = true, INCRBY = true, DEL = true, PEXPIRE = true, EXPIRE = true, ZADD = true, ZREM = true, ZREMRANGEBYSCORE = true}",
   "local function refusal(name) name = string.upper(tostring(name))",
   "if name == 'TIME' then timed = true elseif timed and writes[name] then return " + JSON.stringify(WRITE_AFTER_TIME_ERROR) + " end end",
   "return setmetatable({",

@@ -1,15 +1,19 @@
 // The simulator's nodes mirror the Lua scripts by hand: this runs the same operations on a real
 // redis-server (the real scripts) and on a SimNode (virtual clock) and on the package's memoryNodes (real
 // clock; `edge-redlock/testing/memory`), and requires the same replies and the same keys.
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { MemoryBackend } from "../../dev/memory-backend.ts";
+import { startMemoryCluster } from "../../dev/memory-cluster.ts";
+import { upstashNode, type RedlockNode } from "../../src/index.ts";
 import type { Script } from "../../src/scripts/index.ts";
-import { ACQUIRE, EXTEND, FENCED_ACQUIRE, INSPECT, RELEASE, SEMAPHORE_ACQUIRE, withoutKeyLocking } from "../../src/scripts/index.ts";
+import { ACQUIRE, EXTEND, FAIR_ACQUIRE, FAIR_SEMAPHORE_ACQUIRE, FENCED_ACQUIRE, INSPECT, LEAVE, RELEASE, SEMAPHORE_ACQUIRE, withoutKeyLocking } from "../../src/scripts/index.ts";
 import { SimNode } from "../sim/sim-node.ts";
 import { VirtualClock } from "../sim/virtual-clock.ts";
 import { memoryNodes, type MemoryNode } from "../../src/testing/memory.ts";
 import { useCluster } from "./fixture.ts";
 
 const env = useCluster(1);
+const NEVER = new AbortController().signal;
 const MINE = "mine-0123456789";
 const OTHER = "other-0123456789";
 
@@ -54,11 +58,26 @@ function normalize(reply: unknown): unknown {
 const PTTL_SLACK_MS = 250;
 const samePttl = (simulated: number, real: number) => (simulated < 0 || real < 0 ? simulated === real : Math.abs(simulated - real) <= PTTL_SLACK_MS);
 
-/** A node under test and how to run one of its requests to the end. */
+/** A node under test (its state set and read directly) and how one of its requests runs to the end. */
 interface Subject {
   node: MemoryNode;
-  settle<T>(reply: Promise<T>): Promise<T>;
+  run(script: Script, keys: string[], args: string[]): Promise<unknown>;
+  /** Moves the node's clock on by `ms` (real time has passed already). */
+  advance(ms: number): Promise<void>;
 }
+
+/** A memory node behind the project's bridge, reached over HTTP by @upstash/redis (`edge-redlock dev --memory`). */
+let overHttp: { backend: MemoryBackend; remote: RedlockNode; stop(): Promise<void> } | undefined;
+beforeAll(async () => {
+  const cluster = await startMemoryCluster({ nodes: 1 });
+  const { url, token } = cluster.nodes[0];
+  overHttp = {
+    backend: cluster.bridges[0].backend as MemoryBackend,
+    remote: upstashNode({ url, token }, { batching: false }),
+    stop: cluster.stop,
+  };
+});
+afterAll(() => overHttp?.stop());
 
 const subjects: [string, () => Subject][] = [
   [
@@ -67,10 +86,25 @@ const subjects: [string, () => Subject][] = [
       const clock = new VirtualClock();
       const node = new SimNode(clock, "sim");
       node.latency = 0;
-      return { node, settle: (reply) => clock.run(reply) };
+      const run = (script: Script, keys: string[], args: string[]) => clock.run(node.run(script, keys, args, NEVER));
+      return { node, run, advance: (ms) => clock.advance(ms) };
     },
   ],
-  ["memoryNodes from edge-redlock/testing/memory (real clock)", () => ({ node: memoryNodes(1)[0], settle: (reply) => reply })],
+  [
+    "memoryNodes from edge-redlock/testing/memory (real clock)",
+    () => {
+      const [node] = memoryNodes(1);
+      return { node, run: (script, keys, args) => node.run(script, keys, args, NEVER), advance: async () => {} };
+    },
+  ],
+  [
+    "memory nodes over HTTP (edge-redlock dev --memory: the bridge in front, @upstash/redis, EVALSHA/EVAL)",
+    () => {
+      const { backend, remote } = overHttp!;
+      backend.restart();
+      return { node: backend.node, run: (script, keys, args) => remote.run(script, keys, args, NEVER), advance: async () => {} };
+    },
+  ],
 ];
 
 for (const [subject, make] of subjects) {
@@ -78,14 +112,14 @@ for (const [subject, make] of subjects) {
     for (const [name, setup, op] of cases) {
       it(name, async () => {
         const tcp = env.tcp[0];
-        const { node: sim, settle } = make();
+        const { node: sim, run } = make();
         for (const [key, state] of Object.entries(setup)) {
           if (!state) continue;
           await tcp.set(key, state.value, "PX", state.ttl);
           sim.set(key, state.value, state.ttl);
         }
         const real = await tcp.eval(withoutKeyLocking(op.script.lua), op.keys.length, ...op.keys, ...op.args);
-        const simulated = await settle(sim.run(op.script, op.keys, op.args, new AbortController().signal));
+        const simulated = await run(op.script, op.keys, op.args);
         expect(normalize(simulated)).toEqual(normalize(real));
         for (const key of ["a", "b"]) {
           expect({ key, value: sim.get(key) ?? null }).toEqual({ key, value: await tcp.get(key) });
@@ -95,4 +129,76 @@ for (const [subject, make] of subjects) {
       });
     }
   });
+}
+
+// The fair scripts: sequences of steps (the wait queue is state that builds up), compared after every step:
+// replies, the resource keys, and the queues' members (their deadlines within the PTTL slack).
+const T1 = `0000001700000000${"a".repeat(16)}`;
+const T2 = `0000001700000005${"0".repeat(16)}`;
+const T3 = `0000001700000009${"f".repeat(16)}`;
+const QA = "edge-redlock:queue:a";
+const QB = "edge-redlock:queue:b";
+const SEM = ["s0", "s1", "edge-redlock:queue:s"];
+const fair = (value: string, ticket: string, keys = ["a", QA], enqueue = "1", lease = "300"): Op => ({
+  script: FAIR_ACQUIRE,
+  keys,
+  args: [value, "5000", String(keys.length / 2), ticket, lease, enqueue],
+});
+const fairSem = (value: string, slot: number, ticket: string): Op => ({ script: FAIR_SEMAPHORE_ACQUIRE, keys: SEM, args: [value, "5000", String(slot), ticket, "300", "1"] });
+const leave = (value: string, ticket: string, keys = ["a", QA]): Op => ({ script: LEAVE, keys, args: [value, ticket] });
+type Step = Op | { set: string; value: string; ttl: number } | { del: string } | { sleep: number };
+
+const sequences: [string, Step[]][] = [
+  ["fair acquire of a free key with nobody waiting: granted, no queue", [fair(MINE, T1)]],
+  ["fair acquire of a held key: refused with PTTL and place 0, queued", [{ set: "a", value: OTHER, ttl: 4000 }, fair(MINE, T2)]],
+  ["one try (no enqueue) of a held key: refused, nothing queued", [{ set: "a", value: OTHER, ttl: 4000 }, fair(MINE, T2, ["a", QA], "0")]],
+  ["a free key goes to the smaller ticket, whoever asks first", [{ set: "a", value: OTHER, ttl: 4000 }, fair(MINE, T1), fair("x-0123456789", T2), { del: "a" }, fair("x-0123456789", T2), fair(MINE, T1), fair("x-0123456789", T2)]],
+  ["a smaller ticket not yet queued here is first anyway", [{ set: "a", value: OTHER, ttl: 4000 }, fair("x-0123456789", T3), { del: "a" }, fair(MINE, T1)]],
+  ["an expired waiter no longer blocks", [{ set: "a", value: OTHER, ttl: 4000 }, fair(MINE, T1, ["a", QA], "1", "60"), { del: "a" }, { sleep: 150 }, fair("x-0123456789", T3)]],
+  ["multi-resource: queued on both, blocked by the queue of one", [{ set: "b", value: OTHER, ttl: 3000 }, fair(MINE, T1, ["b", QB]), { del: "b" }, fair("x-0123456789", T2, ["a", "b", QA, QB]), fair(MINE, T1, ["b", QB])]],
+  ["leave: releases the value and takes the ticket out", [{ set: "a", value: OTHER, ttl: 4000 }, fair(MINE, T1), fair("x-0123456789", T2), leave(MINE, T1), { del: "a" }, fair("x-0123456789", T2), leave("x-0123456789", T2)]],
+  ["fair semaphore: one free slot, one waiter ahead: refused", [{ set: "s0", value: OTHER, ttl: 3000 }, { set: "s1", value: OTHER, ttl: 3000 }, fairSem(MINE, 1, T1), { del: "s1" }, fairSem("x-0123456789", 2, T2), fairSem(MINE, 2, T1)]],
+  ["fair semaphore: two free slots, one waiter ahead: admitted", [{ set: "s0", value: OTHER, ttl: 3000 }, { set: "s1", value: OTHER, ttl: 3000 }, fairSem(MINE, 1, T1), { del: "s1" }, { del: "s0" }, fairSem("x-0123456789", 1, T2)]],
+];
+
+for (const [subject, make] of subjects) {
+describe(`${subject}: their queues behave like the fair scripts on real Redis`, () => {
+  for (const [name, steps] of sequences) {
+    it(name, async () => {
+      const tcp = env.tcp[0];
+      const { node: sim, run, advance } = make();
+      for (const [i, step] of steps.entries()) {
+        if ("set" in step) {
+          await tcp.set(step.set, step.value, "PX", step.ttl);
+          sim.set(step.set, step.value, step.ttl);
+          continue;
+        }
+        if ("del" in step) {
+          await tcp.del(step.del);
+          sim.delete(step.del);
+          continue;
+        }
+        if ("sleep" in step) {
+          await new Promise((resolve) => setTimeout(resolve, step.sleep));
+          await advance(step.sleep);
+          continue;
+        }
+        const real = await tcp.eval(withoutKeyLocking(step.script.lua), step.keys.length, ...step.keys, ...step.args);
+        const simulated = await run(step.script, step.keys, step.args);
+        expect({ step: i, reply: normalize(simulated) }).toEqual({ step: i, reply: normalize(real) });
+        for (const key of ["a", "b", "s0", "s1"]) expect({ step: i, key, value: sim.get(key) ?? null }).toEqual({ step: i, key, value: await tcp.get(key) });
+        for (const queue of [QA, QB, SEM[2]]) {
+          const realEntries = await tcp.zrange(queue, 0, -1, "WITHSCORES");
+          const realMap = new Map<string, number>();
+          for (let j = 0; j < realEntries.length; j += 2) realMap.set(realEntries[j], Number(realEntries[j + 1]));
+          const simMap = sim.queue(queue) ?? new Map<string, number>();
+          expect({ step: i, queue, waiters: [...simMap.keys()].sort() }).toEqual({ step: i, queue, waiters: [...realMap.keys()].sort() });
+          for (const [ticket, deadline] of simMap) expect(Math.abs(deadline - realMap.get(ticket)!), `${queue} ${ticket} deadline`).toBeLessThanOrEqual(PTTL_SLACK_MS + 200);
+          const [simPttl, realPttl] = [sim.queuePttl(queue), await tcp.pttl(queue)];
+          expect(samePttl(simPttl, realPttl), `${queue}: simulator PTTL ${simPttl}, Redis ${realPttl}`).toBe(true);
+        }
+      }
+    });
+  }
+});
 }

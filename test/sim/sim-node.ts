@@ -14,6 +14,8 @@ export class SimNode extends MemoryNode {
   legacyExtend = false;
   /** Negative control: answer the fencing write-back round without raising any counter. */
   ignoreFenceWriteBack = false;
+  /** Negative control: grant as if no queue existed (the fair scripts still enqueue). */
+  ignoreQueue = false;
   /** The naive semaphore's holders per key (value → expiry), for the negative control. */
   readonly #admitted = new Map<string, Map<string, number>>();
 
@@ -24,6 +26,10 @@ export class SimNode extends MemoryNode {
 
   protected override get writeBack(): boolean {
     return !this.ignoreFenceWriteBack;
+  }
+
+  protected override get respectQueue(): boolean {
+    return !this.ignoreQueue;
   }
 
   protected override execute(name: string, keys: string[], args: string[]): unknown {

@@ -1,18 +1,22 @@
 // The doctor's list of script runs is the one place a new script is added: every script the
-// `edge-redlock/scripts` entry exports must have a run there, or this fails.
+// `edge-redlock/scripts` entry exports must have a run there (or be listed as sent to a resource's
+// database, not to a lock node), or this fails.
 import { describe, expect, it } from "vitest";
 import * as scripts from "../../src/scripts/index.ts";
-import { SCRIPT_TRIALS, judgeTrials, trialCommands, trialKeys, trialScripts } from "../../src/doctor/script-trials.ts";
+import { RESOURCE_SCRIPTS, SCRIPT_TRIALS, judgeTrials, trialCommands, trialKeys, trialScripts } from "../../src/doctor/script-trials.ts";
 
 const exported = Object.entries(scripts).filter(
   ([, value]) => typeof value === "object" && value !== null && "lua" in value && "vote" in value,
 ) as [string, scripts.Script][];
 
 describe("the doctor's script trials", () => {
-  it("run every script the scripts entry exports", () => {
-    expect(exported.length).toBeGreaterThanOrEqual(8);
+  it("run every script the scripts entry exports that goes to a lock node; the rest are the resource side's", () => {
+    expect(exported.length).toBeGreaterThanOrEqual(12);
     const tried = new Set(SCRIPT_TRIALS.map((t) => t.script));
-    expect(exported.filter(([, script]) => !tried.has(script)).map(([name]) => name)).toEqual([]);
+    const resource = new Set(RESOURCE_SCRIPTS);
+    expect(exported.filter(([, script]) => !tried.has(script) && !resource.has(script)).map(([name]) => name)).toEqual([]);
+    expect(RESOURCE_SCRIPTS.map((s) => s.name)).toEqual(["fenced-write", "fenced-read"]);
+    expect(SCRIPT_TRIALS.some((t) => resource.has(t.script))).toBe(false);
   });
 
   it("load each Lua source once, and send the flagged form only where asked", () => {
@@ -27,7 +31,26 @@ describe("the doctor's script trials", () => {
   });
 
   it("name the first run whose reply is an error or the wrong vote", () => {
-    const good = SCRIPT_TRIALS.map((t) => ({ result: t.expect === "denied" ? [0, 1000] : t.script.name === "acquire" && t.label.startsWith("fenced") ? [1, "1"] : t.script === scripts.RELEASE ? 1 : t.script === scripts.FENCED_WRITE ? 1 : t.script === scripts.INSPECT ? [] : [1] }));
+    // What a healthy node answers to each run (the shapes the library's vote rules accept).
+    const replies: Record<string, unknown> = {
+      acquire: [1],
+      "acquire (held)": [0, 60_000],
+      extend: [1],
+      release: 1,
+      "fair acquire": [1],
+      "fair acquire (held: joins the queue)": [0, 60_000, 0],
+      leave: 1,
+      "fenced fair acquire": [1, "1732406400000001"],
+      "leave (fenced)": 1,
+      "fenced acquire": [1, "1732406400000002"],
+      fence: [1],
+      "semaphore acquire": [1],
+      "fair semaphore acquire": [1],
+      inspect: [[["v", 60_000]], 0],
+      "release (lock and permits)": 2,
+    };
+    expect(SCRIPT_TRIALS.map((t) => t.label).sort()).toEqual(Object.keys(replies).sort());
+    const good = SCRIPT_TRIALS.map((t) => ({ result: replies[t.label] }));
     expect(judgeTrials(good)).toBeUndefined();
     const fenced = SCRIPT_TRIALS.findIndex((t) => t.label === "fenced acquire");
     const refused = good.map((p, i) => (i === fenced ? { error: "ERR no writes after TIME" } : p));

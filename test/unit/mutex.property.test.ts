@@ -22,6 +22,8 @@ const clientArb = fc.record({
   ops: fc.array(fc.record({ after: fc.nat(2_500), release: fc.nat(3).map((n) => n === 0), ttl: fc.integer({ min: 300, max: 3_000 }) }), { maxLength: 6 }),
 });
 const scenarioArb = fc.record({
+  /** Fair waiting (the default) or random retry: both must keep the mutex. */
+  fair: fc.boolean(),
   clients: fc.array(clientArb, { minLength: 2, maxLength: 3 }),
   latencies: fc.array(fc.oneof({ arbitrary: fc.integer({ min: 1, max: 30 }), weight: 5 }, { arbitrary: fc.integer({ min: 31, max: 700 }), weight: 1 }), { minLength: 5, maxLength: 150 }),
 });
@@ -71,7 +73,7 @@ async function simulate(scenario: Scenario, legacyExtend = false): Promise<Outco
 
   scenario.clients.forEach((spec, client) => {
     // No jitter: retry delays come from Web Crypto, and a counter-example must replay the same way.
-    const redlock = new Redlock(nodes, { clock, nodeTimeout: NODE_TIMEOUT, retryCount: spec.retryCount, retryDelay: 100, retryJitter: 0 });
+    const redlock = new Redlock(nodes, { clock, nodeTimeout: NODE_TIMEOUT, retryCount: spec.retryCount, retryDelay: 100, retryJitter: 0, fair: scenario.fair });
     clock.schedule(spec.acquireAt, () => {
       pending.push(
         redlock.acquire(["k"], spec.ttl).then(
@@ -123,7 +125,7 @@ async function simulate(scenario: Scenario, legacyExtend = false): Promise<Outco
     sims.forEach((sim, node) => {
       if (sim.get("k") !== h.lock.value) return;
       // Which acquire set it: the last acquire of this value that ran on this node.
-      const setter = log.filter((e) => e.node === node && e.script === "acquire" && e.value === h.lock.value && e.request.ranAt !== undefined).at(-1);
+      const setter = log.filter((e) => e.node === node && e.script.endsWith("acquire") && e.value === h.lock.value && e.request.ranAt !== undefined).at(-1);
       if (setter && setter.request.cutAt !== undefined && setter.request.ranAt! > setter.request.cutAt) outcome.residue++;
       else outcome.leftBehind.push(`node ${node} holds client ${h.client}'s released value (pttl ${sim.pttl("k")})`);
     });

@@ -6,7 +6,7 @@ import { VirtualClock } from "../sim/virtual-clock.ts";
 function setup(options: RedlockOptions = {}) {
   const clock = new VirtualClock();
   const nodes = simCluster(clock);
-  const redlock = new Redlock(nodes, { clock, nodeTimeout: 100, ...options });
+  const redlock = new Redlock(nodes, { clock, nodeTimeout: 100, fair: false, ...options });
   return { clock, nodes, redlock };
 }
 

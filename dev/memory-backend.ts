@@ -1,0 +1,258 @@
+// The bridge's backend on an in-process memory node (src/testing/memory-node.ts): no redis-server, no
+// Redis client. It answers exactly what the library, its doctor and the demo send — the library's scripts
+// by EVAL and EVALSHA, SCRIPT LOAD/EXISTS/FLUSH, and a few plain commands on strings and lists — and
+// refuses anything else by name, never with a silent wrong answer.
+import { createHash } from "node:crypto";
+import { EXISTS_SCRIPT } from "../src/doctor/probes.ts";
+import * as library from "../src/scripts/index.ts";
+import { KEY_LOCKING, withoutKeyLocking, type Script } from "../src/scripts/index.ts";
+import { MemoryNode } from "../src/testing/memory-node.ts";
+import { type Backend, ReplyError } from "./backend.ts";
+
+/** What the refusals say: what this mode is, and what to run instead. */
+const MODE = "edge-redlock's memory mode (dev --memory)";
+const INSTEAD = "run real local nodes (`edge-redlock dev`, without --memory) for anything else";
+
+/** The doctor's probe: scripting works at all. */
+const EXISTS_PROBE = "exists-probe" as const;
+
+/** A script this backend runs: its name, and whether the text sent carries Upstash's key-locking flag. */
+interface KnownScript {
+  name: Script["name"] | typeof EXISTS_PROBE;
+  flagged: boolean;
+}
+
+/** SHA-1 of a script, as Redis names it for EVALSHA. */
+function sha1(text: string): string {
+  return createHash("sha1").update(text, "utf8").digest("hex");
+}
+
+let known: Map<string, KnownScript> | undefined;
+
+/** Every script the library may send, by the SHA-1 of each text it sends (with the flag and without). */
+function knownScripts(): Map<string, KnownScript> {
+  if (known) return known;
+  known = new Map();
+  const scripts = Object.values(library).filter(
+    (value): value is Script => typeof value === "object" && value !== null && "lua" in value && "vote" in value,
+  );
+  for (const { name, lua } of scripts) {
+    known.set(sha1(lua), { name, flagged: lua !== withoutKeyLocking(lua) });
+    known.set(sha1(withoutKeyLocking(lua)), { name, flagged: false });
+  }
+  known.set(sha1(EXISTS_SCRIPT), { name: EXISTS_PROBE, flagged: false });
+  known.set(sha1(KEY_LOCKING + EXISTS_SCRIPT), { name: EXISTS_PROBE, flagged: true });
+  return known;
+}
+
+/** A signal that never aborts: a request that reached the bridge runs to its end. */
+const NEVER = new AbortController().signal;
+
+/**
+ * One memory node behind a bridge. The bridge's faults (latency, hang, cut, status, garbage, the
+ * `rejectKeyLocking` flag) work as in front of redis-server; `restart` empties the node and its script
+ * cache. Transactions (`/multi-exec`) and any command the library does not send are refused.
+ * @example
+ * const bridge = new Bridge({ backend: new MemoryBackend("memory-1"), token });
+ */
+export class MemoryBackend implements Backend {
+  readonly rewritesFlaggedScripts = false;
+  /** The node the scripts run on. */
+  readonly node: MemoryNode;
+  /** Lists (RPUSH, LRANGE: the demo's log); strings live in the node. Lists never expire here. */
+  readonly #lists = new Map<string, string[]>();
+  /** The script cache: SHAs loaded by EVAL or SCRIPT LOAD (gone on SCRIPT FLUSH or a restart). */
+  readonly #loaded = new Set<string>();
+  #rejectFlag = false;
+
+  constructor(label: string) {
+    this.node = new MemoryNode(label);
+  }
+
+  async ready(): Promise<void> {}
+
+  close(): void {}
+
+  rejectKeyLocking(reject: boolean): void {
+    this.#rejectFlag = reject;
+  }
+
+  /** Empties the node and its script cache: a restart that lost its data, as `redis-server` without persistence. */
+  restart(): void {
+    this.node.flush();
+    this.#lists.clear();
+    this.#loaded.clear();
+  }
+
+  async transaction(): Promise<never> {
+    throw new ReplyError(`ERR ${MODE} does not run transactions (MULTI/EXEC): ${INSTEAD}`);
+  }
+
+  async call(command: string[]): Promise<unknown> {
+    const [name, ...args] = command;
+    const node = this.node;
+    switch (name.toUpperCase()) {
+      case "EVAL":
+      case "EVALSHA": {
+        const [script, numkeys, ...rest] = args;
+        const byText = name.toUpperCase() === "EVAL";
+        const sha = byText ? sha1(script ?? "") : (script ?? "").toLowerCase();
+        if (!byText && !this.#loaded.has(sha)) throw new ReplyError("NOSCRIPT No matching script. Please use EVAL.");
+        const count = Number(numkeys);
+        if (!Number.isInteger(count) || count < 0 || count > rest.length) {
+          throw new ReplyError("ERR Number of keys can't be greater than number of args");
+        }
+        const found = this.#script(sha);
+        if (byText) this.#loaded.add(sha);
+        return wire(await this.#run(found, rest.slice(0, count), rest.slice(count)));
+      }
+      case "SCRIPT":
+        return this.#scriptCommand(args);
+      case "TIME": {
+        const now = Date.now();
+        return [Buffer.from(String(Math.floor(now / 1000))), Buffer.from(String((now % 1000) * 1000))];
+      }
+      case "PING":
+        return Buffer.from("PONG");
+      case "INFO":
+        return Buffer.from("# Memory\r\nmaxmemory_policy:noeviction\r\n");
+      case "GET":
+        this.#notList(args[0]);
+        return wire(node.get(args[0]) ?? null);
+      case "MGET":
+        return args.map((key) => wire(this.#lists.has(key) ? null : (node.get(key) ?? null)));
+      case "SET":
+        return this.#set(args);
+      case "INCR":
+        return this.#incr(args[0]);
+      case "RPUSH":
+        return this.#rpush(args[0], args.slice(1));
+      case "LRANGE":
+        return this.#lrange(args[0], Number(args[1]), Number(args[2]));
+      case "DEL":
+        return String(args.filter((key) => this.#exists(key) && (node.delete(key), this.#lists.delete(key), true)).length);
+      case "EXISTS":
+        return String(args.filter((key) => this.#exists(key)).length);
+      case "PTTL":
+        return String(this.#lists.has(args[0]) ? -1 : node.pttl(args[0]));
+      case "FLUSHDB":
+      case "FLUSHALL":
+        node.flush();
+        this.#lists.clear();
+        return Buffer.from("OK");
+      default:
+        throw new ReplyError(`ERR ${MODE} does not run '${name.toLowerCase()}': it answers what the library sends; ${INSTEAD}`);
+    }
+  }
+
+  /** The script behind `sha`, or a refusal that names the mode. */
+  #script(sha: string): KnownScript {
+    const found = knownScripts().get(sha);
+    if (!found) {
+      throw new ReplyError(`ERR ${MODE} runs only edge-redlock's own scripts (sha1 ${sha} is not one of them); ${INSTEAD}`);
+    }
+    if (found.flagged && this.#rejectFlag) throw new ReplyError("ERR Unexpected flag in script shebang: allow-key-locking");
+    return found;
+  }
+
+  async #run(script: KnownScript, keys: string[], args: string[]): Promise<unknown> {
+    const { name } = script;
+    if (name === EXISTS_PROBE) return keys.slice(0, 1).filter((key) => this.node.get(key) !== undefined).length;
+    try {
+      return await this.node.run({ name }, keys, args, NEVER);
+    } catch (error) {
+      throw new ReplyError((error as Error).message);
+    }
+  }
+
+  #scriptCommand(args: string[]): unknown {
+    const sub = (args[0] ?? "").toUpperCase();
+    if (sub === "LOAD" && args.length === 2) {
+      const sha = sha1(args[1]);
+      this.#script(sha);
+      this.#loaded.add(sha);
+      return Buffer.from(sha);
+    }
+    if (sub === "EXISTS") return args.slice(1).map((sha) => (this.#loaded.has(sha.toLowerCase()) ? "1" : "0"));
+    if (sub === "FLUSH") {
+      this.#loaded.clear();
+      return Buffer.from("OK");
+    }
+    throw new ReplyError(`ERR ${MODE} runs SCRIPT LOAD, EXISTS and FLUSH only; ${INSTEAD}`);
+  }
+
+  #exists(key: string): boolean {
+    return this.#lists.has(key) || this.node.get(key) !== undefined;
+  }
+
+  #notList(key: string): void {
+    if (this.#lists.has(key)) throw new ReplyError("WRONGTYPE Operation against a key holding the wrong kind of value");
+  }
+
+  /** INCR: an integer string plus one, its expiry kept. */
+  #incr(key: string): string {
+    this.#notList(key);
+    const current = this.node.get(key) ?? "0";
+    if (!/^-?(0|[1-9][0-9]*)$/.test(current) || !Number.isSafeInteger(Number(current) + 1)) {
+      throw new ReplyError("ERR value is not an integer or out of range");
+    }
+    const pttl = this.node.pttl(key);
+    const next = String(Number(current) + 1);
+    this.node.set(key, next, pttl > 0 ? pttl : Number.POSITIVE_INFINITY);
+    return next;
+  }
+
+  #rpush(key: string, values: string[]): string {
+    if (values.length === 0) throw new ReplyError("ERR wrong number of arguments for 'rpush' command");
+    if (this.node.get(key) !== undefined) throw new ReplyError("WRONGTYPE Operation against a key holding the wrong kind of value");
+    const list = this.#lists.get(key) ?? [];
+    list.push(...values);
+    this.#lists.set(key, list);
+    return String(list.length);
+  }
+
+  /** LRANGE with Redis' indexes: negative from the end, `stop` inclusive, out of range clamped. */
+  #lrange(key: string, start: number, stop: number): unknown {
+    if (!Number.isInteger(start) || !Number.isInteger(stop)) throw new ReplyError("ERR value is not an integer or out of range");
+    this.#notString(key);
+    const list = this.#lists.get(key) ?? [];
+    const from = Math.max(0, start < 0 ? list.length + start : start);
+    const to = Math.min(list.length - 1, stop < 0 ? list.length + stop : stop);
+    return list.slice(from, to + 1).map((value) => Buffer.from(value));
+  }
+
+  #notString(key: string): void {
+    if (this.node.get(key) !== undefined) throw new ReplyError("WRONGTYPE Operation against a key holding the wrong kind of value");
+  }
+
+  /** SET key value [PX ms | EX s] [NX | XX]: what the doctor's probes, the demo and tests send. */
+  #set(args: string[]): unknown {
+    const [key, value, ...options] = args;
+    let ttl = Number.POSITIVE_INFINITY;
+    let condition: "NX" | "XX" | undefined;
+    for (let i = 0; i < options.length; i++) {
+      const option = options[i].toUpperCase();
+      if (option === "PX" || option === "EX") {
+        const amount = Number(options[++i]);
+        if (!Number.isInteger(amount) || amount <= 0) throw new ReplyError("ERR invalid expire time in 'set' command");
+        ttl = option === "PX" ? amount : amount * 1000;
+      } else if (option === "NX" || option === "XX") condition = option;
+      else throw new ReplyError(`ERR ${MODE} runs SET with PX, EX, NX or XX only; ${INSTEAD}`);
+    }
+    if (value === undefined) throw new ReplyError("ERR wrong number of arguments for 'set' command");
+    const exists = this.#exists(key);
+    if ((condition === "NX" && exists) || (condition === "XX" && !exists)) return null;
+    this.#lists.delete(key);
+    this.node.set(key, value, ttl);
+    return Buffer.from("OK");
+  }
+}
+
+/** A memory node's reply in the shape of ioredis' buffer API: strings as Buffers, integers as decimal strings. */
+function wire(reply: unknown): unknown {
+  if (reply === null || reply === undefined) return null;
+  if (typeof reply === "number" || typeof reply === "bigint") return String(reply);
+  if (typeof reply === "string") return Buffer.from(reply);
+  if (Array.isArray(reply)) return reply.map(wire);
+  return Buffer.from(String(reply));
+}

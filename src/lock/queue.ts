@@ -1,0 +1,71 @@
+// A fair acquisition's place in line: its queue keys, its ticket, and the wait after a refused round.
+import type { Round } from "../quorum/fan-out.ts";
+import { fairWait, type LinePace } from "../quorum/waits.ts";
+import { RESERVED_PREFIX, WAITER_LEASE_MS } from "../options.ts";
+import type { Clock } from "../support/clock.ts";
+import { randomUnit, waiterTicket } from "../support/random.ts";
+
+/** Prefix of the wait-queue keys on the lock nodes (one sorted set per resource). */
+export const QUEUE_PREFIX = `${RESERVED_PREFIX}queue:`;
+
+/** Prefix of a semaphore's wait-queue key (apart from the resources' queues: a resource may be named `semaphore:…`). */
+export const SEMAPHORE_QUEUE_PREFIX = `${RESERVED_PREFIX}semaphore-queue:`;
+
+/**
+ * The wait-queue key of a resource (or of a semaphore) on the lock nodes.
+ * @example
+ * ```ts
+ * queueKey("orders:42"); // "edge-redlock:queue:orders:42"
+ * ```
+ */
+export function queueKey(resource: string): string {
+  return QUEUE_PREFIX + resource;
+}
+
+/**
+ * The longest time between two runs of a waiter's attempts on one node: well inside its lease, so its entry
+ * never lapses. A node sees the next attempt about (the round's duration + the wait) after this one.
+ */
+const WAIT_CAP_MS = (WAITER_LEASE_MS * 2) / 3;
+
+/**
+ * One acquisition's place in line: a ticket fixed at its first attempt and sent unchanged to every node on
+ * every attempt, and the pace of the line it has seen so far.
+ * @example
+ * ```ts
+ * const line = new Line(clock, [queueKey("k")]);
+ * const args = [value, String(ttl), "1", ...line.args(true)];
+ * ```
+ */
+export class Line {
+  readonly ticket: string;
+  readonly queues: string[];
+  readonly #clock: Clock;
+  readonly #pace: LinePace = {};
+
+  constructor(clock: Clock, queues: readonly string[]) {
+    this.#clock = clock;
+    this.ticket = waiterTicket(clock.epoch());
+    this.queues = [...queues];
+  }
+
+  /** The fair scripts' ARGV after value, ttl and n/slot: ticket, lease, and whether to join the line. */
+  args(enqueue: boolean): string[] {
+    return [this.ticket, String(WAITER_LEASE_MS), enqueue ? "1" : "0"];
+  }
+
+  /** The wait before the next attempt after a refused round that started at `start` (see {@link fairWait}). */
+  wait(round: Round, start: number): number {
+    const now = this.#clock.now();
+    const roundMs = now - start;
+    return fairWait(round.votes, round.granted, {
+      now,
+      roundMs,
+      // The round's own time counts against the cap: with slow nodes (a 130 ms round trip) a wait of the
+      // whole cap let the entry lapse between two runs on a node, and the waiter lost its place there.
+      cap: Math.max(0, WAIT_CAP_MS - roundMs),
+      pace: this.#pace,
+      random: randomUnit,
+    });
+  }
+}
