@@ -58,7 +58,6 @@ export interface HoldMiddlewareOptions<E extends Env> {
   serverTiming?: boolean;
 }
 
-
 /** What the {@link redlock} middleware hands on as `c.var.lock`. */
 export interface HeldLock {
   /** The lock held for this request. */
@@ -73,4 +72,3 @@ export interface HeldLock {
    */
   signal: AbortSignal;
 }
-
