@@ -1,9 +1,9 @@
 // TEST-ONLY: a read-write lock that counts readers per node, the negative control of the read-write lock's
 // invariant. Each node keeps a writer key and a reader counter (INCR on read, DECR on release, one expiry for all
 // readers); a lock is held when a majority granted it within validity, and released on every node, as Redlock
-// releases. A counter cannot tell whose count a release takes away: a release that reaches a node the reader
-// never counted on (a failed attempt's cleanup, a partition) takes another reader's count, and a writer is let in
-// beside it (docs/SAFETY.md, "Read-write locks"). Never use it.
+// releases (also after a failed attempt). A counter cannot tell whose count a release takes away: a release that
+// reaches a node the reader was never counted on (a refused attempt's cleanup, a partition) takes another reader's
+// count, and a writer is let in beside it (docs/SAFETY.md, "Read-write locks"). Never use it.
 import { Redis } from "@upstash/redis";
 
 /** Where the naive lock lives on every node (apart from the library's reserved `edge-redlock:` keys). */
@@ -14,8 +14,8 @@ const READ = `if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
 redis.call("INCR", KEYS[2])
 redis.call("PEXPIRE", KEYS[2], ARGV[1])
 return 1`;
-/** KEYS writer, readers. Takes one reader away. */
-const READ_RELEASE = `if redis.call("EXISTS", KEYS[2]) == 1 then redis.call("DECR", KEYS[2]) end
+/** KEYS writer, readers. Takes one reader away (a node cannot tell whether this reader was ever counted here). */
+const READ_RELEASE = `redis.call("DECR", KEYS[2])
 return 1`;
 /** KEYS writer, readers; ARGV value, ttl. Sets the writer where none is set and no reader is counted. */
 const WRITE = `if redis.call("EXISTS", KEYS[1]) == 1 or tonumber(redis.call("GET", KEYS[2]) or "0") > 0 then return 0 end

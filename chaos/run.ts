@@ -43,7 +43,7 @@ const lockClients = arg("clients", soak ? 24 : 16);
 // The semaphore's clients come after the lock clients: 5 of them, one per window of the targeted scenario.
 const semaphoreClients = arg("semaphore-clients", 5);
 // The read-write lock's clients come last: every third one writes, the others read.
-const rwClients = arg("rw-clients", 4);
+const rwClients = arg("rw-clients", 6);
 const clients = lockClients + semaphoreClients + rwClients;
 const resourceCount = arg("resources", soak ? 4 : 1);
 const workMs = range("work", soak ? [10, 40] : [100, 400]);
