@@ -137,7 +137,7 @@ describe("the read-write lock on the simulator (fast-check)", () => {
     expect(writers).toBeGreaterThan(runs / 4);
     expect(locks - writers).toBeGreaterThan(runs);
     expect(shared).toBeGreaterThan(runs / 20);
-  });
+  }, 300_000);
 
   it("negative control: nodes that count readers are caught admitting a writer beside a valid reader", async () => {
     // The simulation draws lock values and tickets from Web Crypto: keep the conflict of the last failing run
@@ -155,5 +155,5 @@ describe("the read-write lock on the simulator (fast-check)", () => {
     const { scenario, found } = last!;
     console.log(`reader counters: counter-example after ${result.numRuns} runs (shrunk ${result.numShrinks} times): ${found.map((h) => describeHold(scenario, h)).join(" and ")}; schedule ${JSON.stringify(scenario.clients)}`);
     expect(found.some((h) => h.write) && found.some((h) => !h.write)).toBe(true);
-  });
+  }, 300_000);
 });
