@@ -24,6 +24,8 @@ export interface ResourceReport {
   excess: number;
   /** Limit > 1: the first few moments with more than `limit` valid holders, each holder named. */
   excessExamples: string[];
+  /** A read-write lock: `excess` counts reader/writer and writer/writer pairs valid at once; `maxHolders` the most readers. */
+  readWrite?: boolean;
 }
 
 /** What the checker found. `violations` empty means the run upheld every safety property. */
@@ -32,6 +34,8 @@ export interface Report {
   unsafeRestart: boolean;
   /** The semaphore resource ran on the naive per-node counting semaphore (its negative control). */
   naiveSemaphore: boolean;
+  /** The read-write resource ran on the naive reader-counting read-write lock (its negative control). */
+  naiveRw: boolean;
   /** Critical sections completed (a cs record). */
   cycles: number;
   misses: number;
@@ -80,6 +84,8 @@ interface Section {
   /** A mutex section's fencing token; absent for a permit. */
   fence: string | undefined;
   slot: number | undefined;
+  /** A read-write lock's section: a reader's or the writer's. */
+  mode: "read" | "write" | undefined;
   acquireCalled: number | undefined;
   start: number;
   validityEnd: number;
@@ -118,6 +124,15 @@ export function check(records: ChaosRecord[]): Report {
     let valid: Section[] = [];
     for (const s of mine) {
       valid = valid.filter((v) => validEnd(v) > s.start);
+      if (spec.readWrite) {
+        // Readers overlap freely; a writer overlaps nobody within validity.
+        const conflicts = valid.filter((v) => v.mode === "write" || s.mode === "write");
+        excess += conflicts.length;
+        for (const a of conflicts) if (excessExamples.length < 3) excessExamples.push(describeOverlap(a, s, validEnd(a), faultRecords));
+        if (s.mode === "read") maxHolders = Math.max(maxHolders, valid.filter((v) => v.mode === "read").length + 1);
+        valid.push(s);
+        continue;
+      }
       maxHolders = Math.max(maxHolders, valid.length + 1);
       if (spec.limit === 1) {
         excess += valid.length;
@@ -128,8 +143,9 @@ export function check(records: ChaosRecord[]): Report {
       }
       valid.push(s);
     }
-    if (spec.limit === 1) overlaps += excess;
-    return { name: spec.name, limit: spec.limit, sections: sections.filter((s) => s.resource === spec.name).length, maxHolders, excess, excessExamples };
+    if (spec.limit === 1 && !spec.readWrite) overlaps += excess;
+    const sectionCount = sections.filter((s) => s.resource === spec.name).length;
+    return { name: spec.name, limit: spec.limit, sections: sectionCount, maxHolders, excess, excessExamples, ...(spec.readWrite ? { readWrite: true } : {}) };
   });
 
   // A grant needs a quorum: no section may begin while its client was cut off from more than N − quorum
@@ -148,7 +164,7 @@ export function check(records: ChaosRecord[]): Report {
     }
   }
 
-  const mutexes = new Set(specs.filter((s) => s.limit === 1).map((s) => s.name));
+  const mutexes = new Set(specs.filter((s) => s.limit === 1 && !s.readWrite).map((s) => s.name));
 
   // A crashed holder's lock must come free within its ttl: judged where nothing else was going wrong, on
   // mutexes (a semaphore's other permits go on regardless, so the next holder says nothing about this one).
@@ -233,6 +249,7 @@ export function check(records: ChaosRecord[]): Report {
   const mutexStalls = faultRecords.filter((f) => f.kind === "client-stall" && mutexClients.has(Number(f.target.replace("client ", "")))).length;
   const violations: string[] = [];
   if (overlaps > 0) violations.push(`${overlaps} overlapping critical section pair(s) within validity`);
+  for (const r of resources) if (r.readWrite && r.excess > 0) violations.push(`${r.name}: ${r.excess} reader/writer or writer/writer pair(s) valid at once`);
   for (const r of resources) if (r.limit > 1 && r.excess > 0) violations.push(`${r.name}: more than ${r.limit} holders within validity at once (${r.excess} time(s), up to ${r.maxHolders})`);
   if (minorityGrants > 0) violations.push(`${minorityGrants} section(s) began while the client reached only a minority of the nodes`);
   if (staleAccepted > 0) violations.push(`${staleAccepted} stale write(s) accepted`);
@@ -249,6 +266,7 @@ export function check(records: ChaosRecord[]): Report {
     seed: start?.type === "start" ? start.seed : undefined,
     unsafeRestart: start?.type === "start" ? start.unsafeRestart : false,
     naiveSemaphore: start?.type === "start" ? start.naiveSemaphore === true : false,
+    naiveRw: start?.type === "start" ? start.naiveRw === true : false,
     cycles: records.filter((r) => r.type === "cs").length,
     misses: records.filter((r) => r.type === "miss").length,
     faults,
@@ -291,6 +309,7 @@ function toSections(records: ChaosRecord[], defaultResource: string): Section[] 
       resource: r.resource ?? defaultResource,
       fence: r.fence,
       slot: r.slot,
+      mode: r.mode,
       acquireCalled: r.acquireCalled,
       start: r.start,
       validityEnd: r.validityEnd,
@@ -314,6 +333,7 @@ function fromEnter(r: EnterRecord, defaultResource: string, crash: CrashRecord |
     resource: r.resource ?? defaultResource,
     fence: r.fence,
     slot: r.slot,
+    mode: r.mode,
     acquireCalled: r.acquireCalled,
     start: r.start,
     validityEnd: r.validityEnd,
@@ -362,6 +382,7 @@ function describeExcess(holders: Section[], validEnd: (s: Section) => number, fa
 
 /** "fence 123", "slot 2" or "permit": how a section is named in examples. */
 function label(s: Section): string {
+  if (s.mode !== undefined) return s.mode === "read" ? "reader" : "writer";
   return s.fence !== undefined ? `fence ${s.fence}` : s.slot !== undefined ? `slot ${s.slot}` : "permit";
 }
 
@@ -387,9 +408,10 @@ export function readLog(path: string): ChaosRecord[] {
 export function formatReport(report: Report): string {
   const faults = Object.entries(report.faults).map(([kind, n]) => `${kind} ${n}`).join(", ") || "none";
   const semaphores = report.resources.filter((r) => r.limit > 1);
+  const readWrites = report.resources.filter((r) => r.readWrite);
   const slowest = report.slowestFreeMs === undefined ? "-" : `${Math.round(report.slowestFreeMs)} ms`;
   return [
-    `chaos checker — seed ${report.seed}${report.unsafeRestart ? " (NEGATIVE CONTROL: --unsafe-restart)" : ""}${report.naiveSemaphore ? " (NEGATIVE CONTROL: --naive-semaphore)" : ""}`,
+    `chaos checker — seed ${report.seed}${report.unsafeRestart ? " (NEGATIVE CONTROL: --unsafe-restart)" : ""}${report.naiveSemaphore ? " (NEGATIVE CONTROL: --naive-semaphore)" : ""}${report.naiveRw ? " (NEGATIVE CONTROL: --naive-rw)" : ""}`,
     `  critical sections completed:            ${report.cycles} (acquisitions given up: ${report.misses})`,
     `  faults injected:                        ${faults}`,
     `  targeted nemesis (quorum-crash):        ${report.nemesisRuns} run, ${report.nemesisStruck} struck a holder on exactly a quorum`,
@@ -398,6 +420,10 @@ export function formatReport(report: Report): string {
     ...report.overlapExamples.map((e) => `    e.g. ${e}`),
     ...semaphores.flatMap((r) => [
       `  ${r.name} (limit ${r.limit}${report.naiveSemaphore ? ", naive" : ""}): ${r.sections} permits, most holders at once ${r.maxHolders}, over-admissions ${r.excess}`,
+      ...r.excessExamples.map((e) => `    e.g. ${e}`),
+    ]),
+    ...readWrites.flatMap((r) => [
+      `  ${r.name} (read-write${report.naiveRw ? ", naive" : ""}): ${r.sections} sections, most readers at once ${r.maxHolders}, reader/writer or writer/writer overlaps ${r.excess}`,
       ...r.excessExamples.map((e) => `    e.g. ${e}`),
     ]),
     ...(report.windowsRuns > 0 ? [`  semaphore windows (targeted):           ${report.windowsRuns} run, most permits on a quorum at one TCP look ${report.windowsMostSeen}`] : []),

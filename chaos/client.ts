@@ -5,6 +5,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { Redis } from "@upstash/redis";
 import { Redlock, fencedRead, fencedWrite } from "../src/index.ts";
+import { NaiveReadWrite } from "./naive-rw.ts";
 import { NaiveSemaphore } from "./naive-semaphore.ts";
 import { sharedNow, type CriticalSectionRecord, type EnterRecord, type MissRecord } from "./records.ts";
 
@@ -13,7 +14,9 @@ export type Guard =
   /** A Redlock mutex with fencing, and the protected counter's key in the store. */
   | { kind: "lock"; counterKey: string }
   /** A permit of `redlock.semaphore(resource, limit)`, or of the naive per-node counting semaphore. */
-  | { kind: "semaphore"; limit: number; naive: boolean };
+  | { kind: "semaphore"; limit: number; naive: boolean }
+  /** A read or write lock of `redlock.readWriteLock(resource)`, or of the naive reader-counting one. */
+  | { kind: "rw"; mode: "read" | "write"; naive: boolean };
 
 /** What the orchestrator hands each client. */
 export interface ClientData {
@@ -80,10 +83,15 @@ interface Held {
 const guard = data.guard;
 const naive = guard.kind === "semaphore" && guard.naive ? new NaiveSemaphore(data.lockNodes, data.resource, guard.limit, { nodeTimeout: data.nodeTimeout }) : undefined;
 const semaphore = guard.kind === "semaphore" && !guard.naive ? redlock.semaphore(data.resource, guard.limit) : undefined;
+const naiveRw = guard.kind === "rw" && guard.naive ? new NaiveReadWrite(data.lockNodes, data.resource, { nodeTimeout: data.nodeTimeout }) : undefined;
+const rw = guard.kind === "rw" && !guard.naive ? redlock.readWriteLock(data.resource) : undefined;
+const mode = guard.kind === "rw" ? guard.mode : undefined;
 const acquireOptions = (signal: AbortSignal) => ({ retryCount: -1, maxWait: 5_000, signal });
 const take = async (signal: AbortSignal): Promise<Held> => {
   if (naive) return naive.acquire(data.ttl, acquireOptions(signal));
   if (semaphore) return semaphore.acquire(data.ttl, acquireOptions(signal));
+  if (naiveRw) return naiveRw.acquire(mode!, data.ttl, acquireOptions(signal));
+  if (rw) return mode === "read" ? rw.acquireRead(data.ttl, acquireOptions(signal)) : rw.acquireWrite(data.ttl, acquireOptions(signal));
   return redlock.acquire([data.resource], data.ttl, { fencing: true, ...acquireOptions(signal) });
 };
 /** How long a section works: spread over [workMin, workMax], reproducible from what it read (or its sequence). */
@@ -115,6 +123,7 @@ for (let seq = 0; !stopping; seq++) {
     resource: data.resource,
     ...(lock.fence !== undefined ? { fence: lock.fence } : {}),
     ...(lock.slot !== undefined ? { slot: lock.slot } : {}),
+    ...(mode !== undefined ? { mode } : {}),
     acquireCalled,
     start,
     validityEnd: start + lock.validityMs,
@@ -145,7 +154,7 @@ for (let seq = 0; !stopping; seq++) {
         record.writeAccepted = await fencedWrite(store, guard.counterKey, String(record.read + 1), lock.fence!);
       }
     } else {
-      // A permit guards no counter here: the checker judges how many were valid at once.
+      // A permit (or a read or write lock) guards no counter here: the checker judges who was valid at once.
       record.stalledMs = stallNext;
       stallNext = 0;
       await sleep(record.stalledMs || Math.max(workFor(seq), start + hold - sharedNow()));

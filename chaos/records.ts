@@ -10,6 +10,8 @@ export const sharedNow = (): number => performance.timeOrigin + performance.now(
 export interface ResourceSpec {
   name: string;
   limit: number;
+  /** A read-write lock: any number of readers, or one writer alone (`limit` is 1: one writer). */
+  readWrite?: boolean;
 }
 
 /** The resource of logs written before resources were named (one mutex). */
@@ -30,6 +32,8 @@ export interface StartRecord {
   freeSlackMs?: number;
   /** The semaphore resource was guarded by the naive per-node counting semaphore (its negative control). */
   naiveSemaphore?: boolean;
+  /** The read-write resource was guarded by the naive reader-counting read-write lock (its negative control). */
+  naiveRw?: boolean;
 }
 
 /**
@@ -92,6 +96,8 @@ export interface EnterRecord {
   fence?: string;
   /** A permit of the sound semaphore: the slot it holds. */
   slot?: number;
+  /** A read-write lock's section: a reader's or the writer's. */
+  mode?: "read" | "write";
   /** When the client called acquire (every attempt of this acquisition began after it). */
   acquireCalled: number;
   /** When acquire returned. */
@@ -116,6 +122,8 @@ export interface CriticalSectionRecord {
   fence?: string;
   /** A permit of the sound semaphore: the slot it held. */
   slot?: number;
+  /** A read-write lock's section: a reader's or the writer's. */
+  mode?: "read" | "write";
   acquireCalled?: number;
   /** When acquire returned. */
   start: number;

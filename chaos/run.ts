@@ -1,9 +1,10 @@
-// `npm run chaos [-- --seed N --duration S --cycles N --clients N --semaphore-clients N --resources K --work A-B
-// --episode S --unsafe-restart --naive-semaphore --no-faults --soak]`:
+// `npm run chaos [-- --seed N --duration S --cycles N --clients N --semaphore-clients N --rw-clients N --resources K
+// --work A-B --episode S --unsafe-restart --naive-semaphore --naive-rw --no-faults --soak]`:
 // clients in worker threads contend for shared resources on five real lock nodes, each client over links
 // of its own (so partitions can split clients): lock clients for fenced mutexes, semaphore clients for the
 // permits of `redlock.semaphore("chaos:semaphore", 3)` (or, with --naive-semaphore, of the naive per-node
-// counting semaphore: the negative control). The run alternates a seeded random fault scheduler with three
+// counting semaphore: the negative control), read-write clients for `redlock.readWriteLock("chaos:rw")` (every
+// third a writer; with --naive-rw, the naive reader-counting read-write lock: its negative control). The run alternates a seeded random fault scheduler with three
 // targeted scenarios: the quorum-crash nemesis, a client crash mid-section, the semaphore windows. Then the
 // independent checker judges the log. Exits 1 on any violation.
 import { createWriteStream, mkdirSync } from "node:fs";
@@ -41,12 +42,15 @@ const maxCycles = arg("cycles", soak ? 10_000 : Number.POSITIVE_INFINITY);
 const lockClients = arg("clients", soak ? 24 : 16);
 // The semaphore's clients come after the lock clients: 5 of them, one per window of the targeted scenario.
 const semaphoreClients = arg("semaphore-clients", 5);
-const clients = lockClients + semaphoreClients;
+// The read-write lock's clients come last: every third one writes, the others read.
+const rwClients = arg("rw-clients", 6);
+const clients = lockClients + semaphoreClients + rwClients;
 const resourceCount = arg("resources", soak ? 4 : 1);
 const workMs = range("work", soak ? [10, 40] : [100, 400]);
 const episodeMs = arg("episode", soak ? 15 : 2.5) * 1000;
 const unsafeRestart = flag("unsafe-restart");
 const naiveSemaphore = flag("naive-semaphore");
+const naiveRw = flag("naive-rw");
 const noFaults = flag("no-faults");
 const TTL = 1_000;
 const NODE_TIMEOUT = 150;
@@ -55,12 +59,13 @@ const FREE_SLACK_MS = 1_000;
 const COUNTER = (r: number) => `chaos:counter:${r}`;
 const mutexes: ResourceSpec[] = Array.from({ length: resourceCount }, (_, r) => ({ name: `chaos:resource:${r}`, limit: 1 }));
 const SEMAPHORE: ResourceSpec = { name: "chaos:semaphore", limit: 3 };
-const resources: ResourceSpec[] = semaphoreClients > 0 ? [...mutexes, SEMAPHORE] : mutexes;
+const READ_WRITE: ResourceSpec = { name: "chaos:rw", limit: 1, readWrite: true };
+const resources: ResourceSpec[] = [...mutexes, ...(semaphoreClients > 0 ? [SEMAPHORE] : []), ...(rwClients > 0 ? [READ_WRITE] : [])];
 // Where the permits live on the nodes (the sound semaphore's slot keys are documented in docs/SAFETY.md).
 const permitKeys: PermitKeys = naiveSemaphore
   ? { naive: naiveKey(SEMAPHORE.name) }
   : { slots: Array.from({ length: SEMAPHORE.limit }, (_, s) => `edge-redlock:semaphore:${SEMAPHORE.name}:${s}`) };
-const logPath = `.tmp/chaos/chaos-seed${seed}${unsafeRestart ? "-unsafe" : ""}${naiveSemaphore ? "-naive" : ""}${soak ? "-soak" : ""}.jsonl`;
+const logPath = `.tmp/chaos/chaos-seed${seed}${unsafeRestart ? "-unsafe" : ""}${naiveSemaphore ? "-naive" : ""}${naiveRw ? "-naive-rw" : ""}${soak ? "-soak" : ""}.jsonl`;
 
 mkdirSync(".tmp/chaos", { recursive: true });
 const log = createWriteStream(logPath);
@@ -73,10 +78,11 @@ const store = cluster.nodes[NODES];
 const links = await Promise.all(
   Array.from({ length: clients }, (_, client) => Promise.all(cluster.bridges.slice(0, NODES).map((bridge) => bridge.addLink(linkName(client))))),
 );
-write({ type: "start", seed, unsafeRestart, clients, ttl: TTL, at: sharedNow(), nodes: NODES, resources, freeSlackMs: FREE_SLACK_MS, ...(naiveSemaphore ? { naiveSemaphore } : {}) });
+write({ type: "start", seed, unsafeRestart, clients, ttl: TTL, at: sharedNow(), nodes: NODES, resources, freeSlackMs: FREE_SLACK_MS, ...(naiveSemaphore ? { naiveSemaphore } : {}), ...(naiveRw ? { naiveRw } : {}) });
 process.stderr.write(
   `chaos: seed ${seed}, ${lockClients} lock clients on ${resourceCount} mutex(es)` +
     (semaphoreClients > 0 ? ` + ${semaphoreClients} on ${SEMAPHORE.name} (limit ${SEMAPHORE.limit}${naiveSemaphore ? ", NAIVE per-node counting semaphore (negative control)" : ""})` : "") +
+    (rwClients > 0 ? ` + ${rwClients} readers and writers on ${READ_WRITE.name}${naiveRw ? " (NAIVE reader-counting read-write lock: negative control)" : ""}` : "") +
     `, work ${workMs.join("-")} ms, ${durationMs / 1000} s${Number.isFinite(maxCycles) ? ` or ${maxCycles} sections` : ""}` +
     `${unsafeRestart ? ", UNSAFE immediate empty restarts (negative control)" : ""}; log ${logPath}\n`,
 );
@@ -90,7 +96,9 @@ const pool = new ClientPool(
     nodeTimeout: NODE_TIMEOUT,
     ...(client < lockClients
       ? { resource: mutexes[client % resourceCount].name, guard: { kind: "lock", counterKey: COUNTER(client % resourceCount) } as const }
-      : { resource: SEMAPHORE.name, guard: { kind: "semaphore", limit: SEMAPHORE.limit, naive: naiveSemaphore } as const }),
+      : client < lockClients + semaphoreClients
+        ? { resource: SEMAPHORE.name, guard: { kind: "semaphore", limit: SEMAPHORE.limit, naive: naiveSemaphore } as const }
+        : { resource: READ_WRITE.name, guard: { kind: "rw", mode: (client - lockClients - semaphoreClients) % 3 === 0 ? "write" : "read", naive: naiveRw } as const }),
     workMs,
   }),
   write,

@@ -60,8 +60,16 @@ if (runtime === "workers") {
   });
 }
 let log = "";
-child.stdout?.on("data", (chunk) => (log += String(chunk)));
-child.stderr?.on("data", (chunk) => (log += String(chunk)));
+let partial = "";
+/** The demo's own log lines (each document run's start and end, its errors) are shown as they come. */
+const echo = (chunk: unknown) => {
+  log += String(chunk);
+  const lines = (partial + String(chunk)).split("\n");
+  partial = lines.pop() ?? "";
+  for (const line of lines) if (/^\s*(doc \S+: |demo: )/.test(line)) process.stdout.write(`${line.trim()}\n`);
+};
+child.stdout?.on("data", echo);
+child.stderr?.on("data", echo);
 
 let stopping = false;
 async function stop(code = 0): Promise<never> {
@@ -123,6 +131,12 @@ Try:
   curl -X DELETE ${url}/renders
   for i in $(seq 10); do curl -s -X POST "${url}/renders/r$i?wait=20000" & done; wait; echo
   curl ${url}/renders
+
+  # a read-write lock: 6 reads run side by side, the write waits for them and runs alone, the 6 reads
+  # that came after the write wait for it (mostReadersAtOnce 6, writerOverlaps 0; the worker logs each start/end)
+  curl -X DELETE ${url}/docs/readme/runs
+  for i in $(seq 6); do curl -s "${url}/docs/readme?wait=10000" & done; sleep 0.1; curl -s -X PUT "${url}/docs/readme?wait=10000" -d 'v2' & sleep 0.1; for i in $(seq 6); do curl -s "${url}/docs/readme?wait=10000" & done; wait; echo
+  curl ${url}/docs/readme/runs
 
   # a streamed report holds its lock until the last line is out (a second run meanwhile: 423)
   curl -N -X POST "${url}/reports/daily/stream?lines=20"

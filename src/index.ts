@@ -21,6 +21,8 @@ export { Redlock } from "./redlock.ts";
 export type { NodeInput } from "./node/input.ts";
 export { Lock, type ReleaseResult } from "./lock/lock.ts";
 export { MAX_PERMITS, Permit, Semaphore } from "./semaphore/semaphore.ts";
+export { ReadWriteLock, type ReadWriteOptions } from "./rwlock/read-write.ts";
+export type { ReadWriteInspection } from "./rwlock/inspect.ts";
 export type { Inspection, NodeInspection, SemaphoreInspection } from "./lock/inspect.ts";
 export {
   DEFAULTS,

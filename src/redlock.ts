@@ -8,7 +8,8 @@ import {
   type MaxHoldError,
 } from "./errors.ts";
 import { type AcquireHooks, reportAcquire } from "./events/acquire.ts";
-import { fenceKey, maxFence } from "./fencing/tokens.ts";
+import { fenceKey } from "./fencing/tokens.ts";
+import { writeBackFence } from "./fencing/write-back.ts";
 import { inspectResources, type Inspection } from "./lock/inspect.ts";
 import { holdWhile } from "./lock/keeper.ts";
 import { Lifecycle } from "./lock/lifecycle.ts";
@@ -26,9 +27,9 @@ import {
 } from "./options.ts";
 import { retrying, type Attempt } from "./quorum/retry.ts";
 import { Rounds } from "./quorum/rounds.ts";
-import { FENCE } from "./scripts/fencing.ts";
 import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE } from "./scripts/fair.ts";
 import { ACQUIRE, FENCED_ACQUIRE } from "./scripts/lock.ts";
+import { ReadWriteLock } from "./rwlock/read-write.ts";
 import { Semaphore } from "./semaphore/semaphore.ts";
 
 /**
@@ -124,17 +125,8 @@ export class Redlock {
         const grant = await rounds.grant(script, roundKeys, args, policy.signal);
         let round = grant.round;
         let fence: string | undefined;
-        if (fencing && rounds.holds(round, ttl, grant.start)) {
-          // Fencing: raise the counters to the token on a quorum that still holds the lock
-          // (docs/SAFETY.md, "Fencing tokens across a quorum").
-          // Every grant of a fenced acquire carries a counter (a bare grant is an error vote).
-          fence = maxFence(round.votes.flatMap((v) => (v.outcome === "granted" && v.fence ? [v.fence] : [])));
-          round = await rounds.round(FENCE, [...keys, ...fenceKeys], [grant.value, fence], {
-            signal: policy.signal,
-            decide: "outcome",
-            cancelStragglers: true,
-          });
-        }
+        if (fencing && rounds.holds(round, ttl, grant.start))
+          ({ round, fence } = await writeBackFence(rounds, grant, keys, fenceKeys, policy.signal));
         if (rounds.holds(round, ttl, grant.start)) {
           hooks?.won(round);
           const queue = line ? { keys: line.queues, ticket: line.ticket } : undefined;
@@ -207,6 +199,21 @@ export class Redlock {
    */
   semaphore(key: string, limit: number): Semaphore {
     return new Semaphore(key, limit, this.#rounds, this.#lifecycle);
+  }
+
+  /**
+   * A read-write lock over the same nodes and options: any number of readers of `key` at once, or one writer
+   * alone. Readers and writers wait in one fair queue, so neither starves (docs/SAFETY.md, "Read-write locks").
+   * @throws {InvalidArgumentError} for a bad key.
+   * @example
+   * ```ts
+   * const doc = redlock.readWriteLock("doc:7");
+   * const text = await doc.usingRead(5_000, async () => load("doc:7"));
+   * await doc.usingWrite(10_000, async (signal) => save("doc:7", edit(text), { signal }));
+   * ```
+   */
+  readWriteLock(key: string): ReadWriteLock {
+    return new ReadWriteLock(key, this.#rounds, this.#lifecycle);
   }
 
   /**

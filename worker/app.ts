@@ -4,7 +4,7 @@ import { Hono, type Context } from "hono";
 import { streamText } from "hono/streaming";
 import { env as runtimeEnv } from "hono/adapter";
 import { Redlock, envNames } from "../src/index.ts";
-import { redlock, semaphore, type RedlockVariables, type SemaphoreVariables } from "../src/hono/index.ts";
+import { readWrite, redlock, semaphore, type RedlockVariables, type HeldReadWrite, type ReadWriteVariables, type SemaphoreVariables } from "../src/hono/index.ts";
 
 /** Stock of an item as the demo stores it: deliberately a JSON blob, read-modify-written. */
 interface Stock {
@@ -40,6 +40,24 @@ interface RenderRun {
   end: number;
 }
 
+/** How long one read or write of a document works (ms): long enough for runs to overlap visibly. */
+const DOC_WORK_MS = 300;
+
+/** A document as the demo stores it. */
+interface Doc {
+  text: string;
+  version: number;
+}
+
+/** One run of `GET` or `PUT /docs/:name`: its mode, when it started and ended (epoch ms), the version it saw. */
+interface DocRun {
+  mode: "read" | "write";
+  id: string;
+  start: number;
+  end: number;
+  version: number;
+}
+
 const stores = new Map<string, Redis>();
 
 /** The app's own state lives in database 1 (`UPSTASH_REDIS_REST_URL_1`). */
@@ -73,6 +91,40 @@ function mostAtOnce(runs: RenderRun[]): number {
   return Math.max(0, ...runs.map((run) => runs.filter((other) => other.start <= run.start && run.start < other.end).length));
 }
 
+/** What `GET /docs/:name/runs` answers: every run, the most readers inside at once, and any run beside a writer. */
+function docRuns(runs: DocRun[]) {
+  const overlap = (a: DocRun, b: DocRun) => a !== b && a.start < b.end && b.start < a.end;
+  const reads = runs.filter((run) => run.mode === "read");
+  const writes = runs.filter((run) => run.mode === "write");
+  return {
+    runs: runs.length,
+    reads: reads.length,
+    writes: writes.length,
+    mostReadersAtOnce: Math.max(0, ...reads.map((r) => reads.filter((o) => o.start <= r.start && r.start < o.end).length)),
+    writerOverlaps: writes.reduce((n, w) => n + runs.filter((o) => overlap(w, o)).length, 0),
+    log: [...runs].sort((a, b) => a.start - b.start),
+  };
+}
+
+/** One read or write of a document under its read-write lock: logged at its start and end, recorded in the store. */
+async function docRun(c: Context, held: HeldReadWrite, write: (doc: Doc) => Doc | undefined): Promise<Response> {
+  const name = c.req.param("name") ?? "";
+  const { mode, signal } = held;
+  const id = crypto.randomUUID().slice(0, 8);
+  const start = Date.now();
+  console.log(`doc ${name}: ${mode} ${id} start`);
+  const redis = store(c);
+  const doc = (await redis.get<Doc>(`doc:${name}`)) ?? { text: "", version: 0 };
+  await new Promise((r) => setTimeout(r, DOC_WORK_MS)); // a slow render, or a slow rebuild
+  signal.throwIfAborted();
+  const next = write(doc);
+  if (next) await redis.set(`doc:${name}`, next);
+  const run: DocRun = { mode, id, start, end: Date.now(), version: (next ?? doc).version };
+  await redis.rpush(`doc:${name}:runs`, JSON.stringify(run));
+  console.log(`doc ${name}: ${mode} ${id} end (version ${run.version}, ${run.end - start} ms)`);
+  return c.json({ ...run, text: (next ?? doc).text });
+}
+
 async function reserve(c: Context, item: string): Promise<Response> {
   const redis = store(c);
   const stock = await redis.get<Stock>(`stock:${item}`);
@@ -96,8 +148,8 @@ export interface AppOptions {
  * @example
  * Deno.serve(createApp().fetch);
  */
-export function createApp(options: AppOptions = {}): Hono<{ Variables: RedlockVariables & SemaphoreVariables }> {
-  const app = new Hono<{ Variables: RedlockVariables & SemaphoreVariables }>();
+export function createApp(options: AppOptions = {}): Hono<{ Variables: RedlockVariables & SemaphoreVariables & ReadWriteVariables }> {
+  const app = new Hono<{ Variables: RedlockVariables & SemaphoreVariables & ReadWriteVariables }>();
   const lockOptions = { redlock: options.redlock };
 
   app.get("/", (c) =>
@@ -112,6 +164,9 @@ export function createApp(options: AppOptions = {}): Hono<{ Variables: RedlockVa
         "POST /reports/:name/stream        stream a report line by line; one stream per report at a time (?lines=n)",
         `POST /renders/:name               a ${RENDER_MS} ms render; at most ${RENDER_LIMIT} at once anywhere (?wait=ms, else 429)`,
         "GET  /renders                     every render's start and end, and the most that overlapped (DELETE clears)",
+        `GET  /docs/:name                  read a document under a read lock (${DOC_WORK_MS} ms; readers share it; ?wait=ms, else 423)`,
+        `PUT  /docs/:name                  write it under the write lock (${DOC_WORK_MS} ms; alone: no reader inside)`,
+        "GET  /docs/:name/runs             every read and write with start and end, most readers at once, writerOverlaps (DELETE clears)",
         "GET  /status/:key                 per node: is the key held, by whom (a digest), its PTTL; held by a quorum; free in ms",
       ].join("\n") + "\n",
     ),
@@ -193,6 +248,23 @@ export function createApp(options: AppOptions = {}): Hono<{ Variables: RedlockVa
   app.delete("/renders", async (c) => {
     await store(c).del("renders:log");
     return c.json({ cleared: true });
+  });
+
+  // A read-write lock: GET reads (side by side), PUT writes (alone); readers and writers wait in one line.
+  const docLock = readWrite((c) => `lock:doc:${c.req.param("name")}`, {
+    ...lockOptions,
+    ttl: 5_000,
+    wait: (c) => Math.min(Number(c.req.query("wait") ?? 0) || 0, 30_000),
+  });
+  app.get("/docs/:name/runs", async (c) => c.json(docRuns((await store(c).lrange<DocRun>(`doc:${c.req.param("name")}:runs`, 0, -1)) ?? [])));
+  app.delete("/docs/:name/runs", async (c) => {
+    await store(c).del(`doc:${c.req.param("name")}:runs`);
+    return c.json({ cleared: true });
+  });
+  app.get("/docs/:name", docLock, (c) => docRun(c, c.var.lock, () => undefined));
+  app.put("/docs/:name", docLock, async (c) => {
+    const text = await c.req.text();
+    return docRun(c, c.var.lock, (doc) => ({ text, version: doc.version + 1 }));
   });
 
   app.get("/status/:key", async (c) => c.json(await lockerOf(c, options.redlock).inspect(c.req.param("key"))));

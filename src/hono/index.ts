@@ -1,28 +1,22 @@
 // Hono middlewares: hold a Redlock lock, or a semaphore permit, while the route's handler runs.
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
-import { InvalidArgumentError, LockAcquisitionError, nameNodes, type FailureReason } from "../errors.ts";
+import { InvalidArgumentError, LockAcquisitionError, nameNodes } from "../errors.ts";
 import type { Lock } from "../lock/lock.ts";
 import { MAX_PERMITS, type Permit } from "../semaphore/semaphore.ts";
-import { checkHoldOptions, holdThrough, pickRedlock, retryAfterSeconds, type RedlockChoice } from "./hold.ts";
+import { checkHoldOptions, holdThrough, pickRedlock, retryAfterSeconds } from "./hold.ts";
+import { acquireOptions, unavailable } from "./refusals.ts";
 import { timedAcquire } from "./timing.ts";
+import type { BusyInfo, HeldLock, HoldMiddlewareOptions, LockKey } from "./types.ts";
 
 export type { RedlockChoice } from "./hold.ts";
-
-/** What the {@link redlock} middleware hands on as `c.var.lock`. */
-export interface HeldLock {
-  /** The lock held for this request. */
-  lock: Lock;
-  /** Epoch ms when validity ends; moves with each automatic extension. */
-  readonly expiresAt: number;
-  /**
-   * Aborts when the lock is lost (reason: `LockExtensionError`), held for `maxHold` (reason:
-   * `MaxHoldError`), or when the client no longer reads the streamed response — it cancelled it, or the
-   * request was a HEAD (reason: `ResponseAbandonedError`). Check it before each step of a streamed body:
-   * a stream callback keeps running after the client left.
-   */
-  signal: AbortSignal;
-}
+export type { BusyInfo, HeldLock, HoldMiddlewareOptions, LockKey, UnavailableInfo } from "./types.ts";
+export {
+  readWrite,
+  type HeldReadWrite,
+  type ReadWriteMiddlewareOptions,
+  type ReadWriteVariables,
+} from "./read-write.ts";
 
 /** Hono `Variables` the {@link redlock} middleware sets: `c.var.lock`. */
 export type RedlockVariables = { lock: HeldLock };
@@ -40,16 +34,6 @@ export interface HeldPermit {
 /** Hono `Variables` the {@link semaphore} middleware sets: `c.var.permit`. */
 export type SemaphoreVariables = { permit: HeldPermit };
 
-/** What `onBusy` gets. */
-export interface BusyInfo {
-  /** The resources the route asked for. */
-  resources: string[];
-  /** The holder's remaining time as the nodes reported it, if known (ms). */
-  retryAfterMs: number | undefined;
-  /** The error `acquire` threw (reason `held`). */
-  error: LockAcquisitionError;
-}
-
 /** What `onFull` gets. */
 export interface FullInfo {
   /** The semaphore's key. */
@@ -60,50 +44,6 @@ export interface FullInfo {
   retryAfterMs: number | undefined;
   /** The error `acquire` threw (reason `held`: every permit is held). */
   error: LockAcquisitionError;
-}
-
-/** What `onUnavailable` gets. */
-export interface UnavailableInfo {
-  /** The resources the route asked for. */
-  resources: string[];
-  /** Why no quorum answered: `unreachable` or `expired`. */
-  reason: FailureReason;
-  /** The error `acquire` threw. */
-  error: LockAcquisitionError;
-}
-
-/** One key, several keys, or a function of the request that returns them. */
-export type LockKey<E extends Env> =
-  | string
-  | string[]
-  | ((c: Context<E>) => string | string[] | Promise<string | string[]>);
-
-/** Options both middlewares take. */
-export interface HoldMiddlewareOptions<E extends Env> {
-  /** ttl in ms; extended automatically while the handler runs. Default 10 000. */
-  ttl?: number;
-  /**
-   * How long to wait while busy or full, in ms (0 = fail fast). The request waits in line (the Redlock's
-   * `fair` queue, unless it was made with `fair: false`), and a 423/429 carries a `Retry-After` from the
-   * holder's remaining time and the waiters that were ahead. Default 0.
-   */
-  wait?: number | ((c: Context<E>) => number);
-  /**
-   * The Redlock to use: an instance, or a factory. Default: built once per isolate by `Redlock.fromEnv` from the
-   * runtime's environment.
-   */
-  redlock?: RedlockChoice<E>;
-  /** Response when no quorum could be reached. Default: 503 with `{ error, reason }`. */
-  onUnavailable?: (c: Context<E>, info: UnavailableInfo) => Response | Promise<Response>;
-  /** Cap on holding time in ms: the signal aborts when reached. Default: none. */
-  maxHold?: number;
-  /** Response header set to `"true"` when the lock was lost while the handler ran. Default `"Lock-Lost"`. */
-  lostHeader?: string;
-  /**
-   * Add `Server-Timing: lock;dur=<acquire ms>;desc="<attempts> attempt(s)"` to the response (taken or
-   * refused), so the wait for the lock shows in the browser's devtools and in tracing tools. Default false.
-   */
-  serverTiming?: boolean;
 }
 
 /** Options of the {@link redlock} middleware. */
@@ -274,34 +214,3 @@ export const semaphore = <E extends Env = Env>(
     });
   });
 };
-
-/** Fail fast (0), or retry until `wait` ms have passed; the client leaving stops it. */
-function acquireOptions<E extends Env>(c: Context<E>, wait: HoldMiddlewareOptions<E>["wait"]) {
-  const ms = typeof wait === "function" ? wait(c) : (wait ?? 0);
-  return { retryCount: ms > 0 ? -1 : 0, maxWait: ms, signal: c.req.raw.signal };
-}
-
-function unavailable<E extends Env>(
-  c: Context<E>,
-  options: HoldMiddlewareOptions<E>,
-  resources: string[],
-  error: LockAcquisitionError,
-): Response | Promise<Response> {
-  const info = { resources, reason: error.reason, error };
-  if (options.onUnavailable) return options.onUnavailable(c, info);
-  reportUnavailable(error);
-  c.header("Retry-After", String(UNAVAILABLE_RETRY_AFTER_S));
-  return c.json({ error: "lock unavailable", reason: error.reason }, 503);
-}
-
-/** What a 503 tells the client: try again in a second (nodes down rarely come back sooner). */
-const UNAVAILABLE_RETRY_AFTER_S = 1;
-const reportedUnavailable = new Set<string>();
-
-/** Logs why the middleware answered 503, once per distinct cause (the message holds no token or lock value). */
-function reportUnavailable(error: LockAcquisitionError): void {
-  const cause = error.message.replace(/after \d+ attempt\(s\)/, "").replace(/\d+(?:\.\d+)? ?ms/g, "N ms");
-  if (reportedUnavailable.has(cause) || reportedUnavailable.size >= 32) return;
-  reportedUnavailable.add(cause);
-  console.error(`edge-redlock: answering 503 (logged once per cause): ${error.message}`);
-}

@@ -108,8 +108,13 @@ async function parse(reply: unknown, count: number, salt: Uint8Array): Promise<R
  * 64 bits of SHA-256 over a salt and the value: tells holders apart within one inspection without giving
  * the value away; the salt changes with every inspection, so a digest cannot be compared with another
  * reading or tested against guesses of a value.
+ * @example
+ * ```ts
+ * const salt = crypto.getRandomValues(new Uint8Array(16));
+ * const holder = await digest(value, salt); // "3f2a9c0d11e4b7a2"
+ * ```
  */
-async function digest(value: string, salt: Uint8Array): Promise<string> {
+export async function digest(value: string, salt: Uint8Array): Promise<string> {
   const text = new TextEncoder().encode(value);
   const input = new Uint8Array(salt.length + text.length);
   input.set(salt);

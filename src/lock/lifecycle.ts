@@ -6,6 +6,7 @@ import type { Round } from "../quorum/fan-out.ts";
 import type { Grant, Rounds } from "../quorum/rounds.ts";
 import { LEAVE } from "../scripts/fair.ts";
 import { EXTEND, RELEASE } from "../scripts/lock.ts";
+import type { Script } from "../scripts/script.ts";
 import type { Vote } from "../scripts/vote.ts";
 import { checkTtl } from "../check.ts";
 import { type Emit, eventEmitter } from "../events/emit.ts";
@@ -51,18 +52,22 @@ export class Lifecycle {
     };
   }
 
-  /** A failed attempt: its tally, and the release of `keys` on every node where `grant` may have set them. */
+  /**
+   * A failed attempt: its tally, and the release of `keys` on every node where `grant` may have set them (with
+   * `release`, sent with `keys` and `[value]`: a mutex's by default).
+   */
   failed(
     attempt: number,
     round: Round,
     grant: Grant,
     ttl: number,
     keys: string[],
+    release: Script = RELEASE,
   ): { failed: AttemptTally; cleanup: Promise<void> } {
     const rounds = this.#rounds;
     return {
       failed: rounds.tally(attempt, round, grant.start, rounds.validity(ttl, grant.start)),
-      cleanup: this.#releaseAfter(new Map(grant.round.settled.entries()), keys, grant.value),
+      cleanup: this.#releaseAfter(new Map(grant.round.settled.entries()), keys, grant.value, release),
     };
   }
 
@@ -74,8 +79,8 @@ export class Lifecycle {
     state.expiresAt = Math.min(state.expiresAt, rounds.clock.epoch());
     // A fair lock leaves its queues in the same request (its ticket may still wait on nodes that denied it).
     const [script, keys, args] = state.queue
-      ? [LEAVE, [...state.keys, ...state.queue.keys], [state.value, state.queue.ticket]]
-      : [RELEASE, [...state.keys], [state.value]];
+      ? [state.scripts?.release ?? LEAVE, [...state.keys, ...state.queue.keys], [state.value, state.queue.ticket]]
+      : [state.scripts?.release ?? RELEASE, [...state.keys], [state.value]];
     // Acquire replies still out now may land after this release.
     const late = new Map(state.stragglers);
     state.stragglers.clear();
@@ -140,7 +145,7 @@ export class Lifecycle {
     if (start >= state.deadline) throw new LockExtensionError(lock.resources);
     // Stragglers run on (they move the expiry on the other nodes too). None can outlive a release:
     // the script only lengthens a key that still holds the value.
-    const round = await rounds.round(EXTEND, keys, [state.value, String(ttl)], {
+    const round = await rounds.round(state.scripts?.extend ?? EXTEND, keys, [state.value, String(ttl)], {
       decide: "outcome",
       cancelStragglers: false,
     });
@@ -176,12 +181,12 @@ export class Lifecycle {
   }
 
   /** Releases each node once its outstanding acquire reply is in, except nodes that denied (they set nothing). */
-  #releaseAfter(acquired: Map<number, Promise<Vote>>, keys: string[], value: string): Promise<void> {
+  #releaseAfter(acquired: Map<number, Promise<Vote>>, keys: string[], value: string, release: Script): Promise<void> {
     return Promise.all(
       [...acquired].map(async ([node, reply]) => {
         const vote = await reply;
         await this.#rounds.landed(vote); // a release must not overtake the request it undoes
-        if (vote.outcome !== "denied") await this.#rounds.ask(node, RELEASE, keys, [value]);
+        if (vote.outcome !== "denied") await this.#rounds.ask(node, release, keys, [value]);
       }),
     ).then(() => undefined);
   }

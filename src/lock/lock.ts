@@ -2,6 +2,7 @@
 /// <reference lib="esnext.disposable" preserve="true" />
 import type { Emit } from "../events/emit.ts";
 import type { LockKind } from "../events/types.ts";
+import type { Script } from "../scripts/script.ts";
 import type { NodeVote, Vote } from "../scripts/vote.ts";
 
 /**
@@ -56,6 +57,12 @@ export interface LockState {
   released: boolean;
   /** A fair lock's wait queues (one per key, in the same order) and its ticket: its release leaves them too. */
   queue?: { keys: readonly string[]; ticket: string };
+  /**
+   * How this kind of lock is released and extended on a node, when not as a mutex's key: `release` is sent with
+   * `keys` (then the queue's keys) and `[value]` (then the ticket), `extend` with `keys` and `[value, ttl]`.
+   * A reader of a read-write lock is an entry of a reader set, not a key of its own.
+   */
+  scripts?: { release: Script; extend: Script };
 }
 
 const states = new WeakMap<Lock, LockState>();

@@ -43,9 +43,13 @@ export class Line {
   readonly #clock: Clock;
   readonly #pace: LinePace = {};
 
-  constructor(clock: Clock, queues: readonly string[]) {
+  /**
+   * A place in `queues`, its ticket taken now. `kind` is appended to the ticket where waiters of different kinds
+   * share a queue (a read-write lock's `r` and `w`): tickets are fixed-width, so it never changes the order.
+   */
+  constructor(clock: Clock, queues: readonly string[], kind = "") {
     this.#clock = clock;
-    this.ticket = waiterTicket(clock.epoch());
+    this.ticket = waiterTicket(clock.epoch()) + kind;
     this.queues = [...queues];
   }
 

@@ -19,5 +19,14 @@ export { FENCE, FENCED_READ, FENCED_WRITE } from "./fencing.ts";
 export { FAIR_SEMAPHORE_ACQUIRE, SEMAPHORE_ACQUIRE } from "./semaphore.ts";
 export { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE, LEAVE } from "./fair.ts";
 export { QUEUE_EPOCH_MS } from "./queue.ts";
+export {
+  FENCED_RW_WRITE_ACQUIRE,
+  RW_INSPECT,
+  RW_READ_ACQUIRE,
+  RW_READ_EXTEND,
+  RW_READ_RELEASE,
+  RW_WRITE_ACQUIRE,
+} from "./rw.ts";
+export { READERS_CLOCK_MEMBER } from "./readers.ts";
 export { INSPECT } from "./inspect.ts";
 export type { NodeVote, Vote } from "./vote.ts";

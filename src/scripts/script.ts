@@ -24,7 +24,12 @@ export interface Script {
     | "fenced-write"
     | "fenced-read"
     | "semaphore-acquire"
-    | "inspect";
+    | "inspect"
+    | "rw-read-acquire"
+    | "rw-write-acquire"
+    | "rw-read-extend"
+    | "rw-read-release"
+    | "rw-inspect";
   /** The Lua source, starting with the key-locking shebang. */
   readonly lua: string;
   /** Turns a reply into a vote; anything but the exact success or refusal shape is an error vote. */

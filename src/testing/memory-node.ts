@@ -4,6 +4,7 @@
 import type { RedlockNode } from "../node/node.ts";
 import { QUEUE_EPOCH_MS } from "../scripts/queue.ts";
 import type { Script } from "../scripts/script.ts";
+import { ReaderSets } from "./memory-readers.ts";
 
 /**
  * The time a {@link MemoryNode} runs on: expiries and latencies. The default is the real clock; the
@@ -67,9 +68,9 @@ const REAL_CLOCK: MemoryClock = {
 
 /**
  * One in-memory database that runs the library's scripts (acquire, fenced acquire, release, extend, the
- * fencing write-back, semaphore, inspect) with Redis' semantics: keys with expiries, fence counters that
- * never expire. A `RedlockNode`: hand an array of them to `new Redlock(...)`. Set `mode` and `latency` to
- * make it fail or slow.
+ * fencing write-back, semaphore, the fair queue, the read-write lock, inspect) with Redis' semantics: keys with
+ * expiries, fence counters that never expire. A `RedlockNode`: hand an array of them to `new Redlock(...)`. Set
+ * `mode` and `latency` to make it fail or slow.
  * @example
  * ```ts
  * const nodes = [new MemoryNode("a"), new MemoryNode("b"), new MemoryNode("c")];
@@ -97,6 +98,8 @@ export class MemoryNode implements RedlockNode {
   #store = new Map<string, { value: string; expiresAt: number }>();
   /** Wait queues (sorted sets): ticket → deadline on the queue's own clock (QUEUE_EPOCH_MS − its PTTL). */
   #queues = new Map<string, { waiters: Map<string, number>; expiresAt: number }>();
+  /** The read-write locks' reader sets. */
+  readonly #readers: ReaderSets;
 
   /**
    * A node named `label` on `clock` (default: the real clock).
@@ -106,6 +109,12 @@ export class MemoryNode implements RedlockNode {
   constructor(label = "memory", clock: MemoryClock = REAL_CLOCK) {
     this.label = label;
     this.clock = clock;
+    this.#readers = new ReaderSets(clock);
+  }
+
+  /** The live readers of a read-write lock's reader set (value → ms left). */
+  readers(key: string): Map<string, number> {
+    return this.#readers.live(key);
   }
 
   /** The live value of `key`, if any. */
@@ -142,6 +151,7 @@ export class MemoryNode implements RedlockNode {
   flush(): void {
     this.#store.clear();
     this.#queues.clear();
+    this.#readers.clear();
     this.counters.clear();
   }
 
@@ -216,6 +226,17 @@ export class MemoryNode implements RedlockNode {
         return this.#fairSemaphore(keys, value, ttl, args);
       case "leave":
         return this.#leave(keys, value, args[1]);
+      case "rw-read-acquire":
+        return this.#readAcquire(keys, args);
+      case "rw-write-acquire":
+        return this.#writeAcquire(keys, args);
+      case "rw-read-extend":
+        return this.#readers.extend(keys[0], value, ttl) ? [1] : [0, -2];
+      case "rw-read-release":
+        if (keys[1] !== undefined) this.#dequeue(keys[1], args[1]);
+        return this.#readers.remove(keys[0], value) ? 1 : 0;
+      case "rw-inspect":
+        return [this.get(keys[0]) ?? 0, this.pttl(keys[0]), [...this.#readers.live(keys[1])].flat()];
       case "inspect":
         return keys.map((key) => (this.get(key) === undefined ? 0 : [this.get(key), this.pttl(key)]));
       case "release":
@@ -294,6 +315,40 @@ export class MemoryNode implements RedlockNode {
     return this.#acquire([...keys.slice(0, n), ...keys.slice(2 * n)], [value, ttlText, String(n)]);
   }
 
+  /**
+   * A reader: no writer key, and no live writer waits ahead (readers ahead do not stop a reader). The grant adds
+   * the value to the reader set and leaves the queue.
+   */
+  #readAcquire(keys: string[], args: string[]): unknown {
+    const [writer, readers, queue] = keys;
+    const [value, ttlText, member, leaseText, join] = args;
+    const pttl = this.pttl(writer);
+    const ahead = this.#ahead(queue, member, (waiter) => waiter.endsWith("w"));
+    if (pttl !== -2 || ahead > 0) {
+      if (join === "1") this.#enqueue(queue, member, Number(leaseText));
+      return [0, pttl, ahead];
+    }
+    this.#dequeue(queue, member);
+    this.#readers.add(readers, value, Number(ttlText));
+    return [1];
+  }
+
+  /** A writer: no writer key, no live reader, and no live waiter ahead; the grant sets the writer key. */
+  #writeAcquire(keys: string[], args: string[]): unknown {
+    const [writer, readers, queue, fence] = keys;
+    const [value, ttlText, member, leaseText, join] = args;
+    let pttl = this.pttl(writer);
+    const live = [...this.readers(readers).values()];
+    if (live.length > 0 && pttl !== -1) pttl = Math.max(pttl, ...live);
+    const ahead = this.#ahead(queue, member);
+    if (pttl !== -2 || ahead > 0) {
+      if (join === "1") this.#enqueue(queue, member, Number(leaseText));
+      return [0, pttl, ahead];
+    }
+    this.#dequeue(queue, member);
+    return this.#acquire(fence === undefined ? [writer] : [writer, fence], [value, ttlText, "1"]);
+  }
+
   /** The fair semaphore: the slot is free and fewer live waiters are ahead than slots are free here. */
   #fairSemaphore(keys: string[], value: string, ttl: number, args: string[]): unknown {
     const limit = keys.length - 1;
@@ -342,15 +397,15 @@ export class MemoryNode implements RedlockNode {
     return now;
   }
 
-  /** Live waiters with a smaller ticket (expired ones are dropped first). */
-  #ahead(key: string, ticket: string): number {
+  /** Live waiters with a smaller ticket (expired ones are dropped first), of those `counts` (default: all). */
+  #ahead(key: string, ticket: string, counts: (waiter: string) => boolean = () => true): number {
     const now = this.#queueNow(key);
     if (now === undefined) return 0;
     const queue = this.#queues.get(key)!;
     for (const [waiter, deadline] of queue.waiters) if (deadline <= now) queue.waiters.delete(waiter);
     if (queue.waiters.size === 0) this.#queues.delete(key);
     if (!this.respectQueue) return 0;
-    return [...queue.waiters.keys()].filter((waiter) => waiter < ticket).length;
+    return [...queue.waiters.keys()].filter((waiter) => waiter < ticket && counts(waiter)).length;
   }
 
   #enqueue(key: string, ticket: string, lease: number): void {

@@ -69,6 +69,31 @@ Deno.test("edge-redlock under Deno: library and demo app over HTTP", options, as
       assert.equal(log.mostAtOnce, 2);
     });
 
+    await t.step("read-write lock: readers share it, a writer is alone, in the library and on the demo's document route", async () => {
+      const doc = new Redlock(cluster.nodes, { retryCount: 0 }).readWriteLock("deno:rw");
+      const readers = [await doc.acquireRead(5_000), await doc.acquireRead(5_000)];
+      await assert.rejects(doc.acquireWrite(5_000), LockAcquisitionError);
+      for (const reader of readers) await (await reader.release()).pending;
+      const writer = await doc.acquireWrite(5_000, { fencing: true });
+      assert.match(writer.fence ?? "", /^[0-9]+$/);
+      await assert.rejects(doc.acquireRead(5_000), LockAcquisitionError);
+      await (await writer.release()).pending;
+
+      await (await fetch(`${base}/docs/deno-doc/runs`, { method: "DELETE" })).body?.cancel();
+      const reads = Array.from({ length: 3 }, () => fetch(`${base}/docs/deno-doc?wait=15000`));
+      await new Promise((r) => setTimeout(r, 100));
+      const write = fetch(`${base}/docs/deno-doc?wait=15000`, { method: "PUT", body: "v2" });
+      await new Promise((r) => setTimeout(r, 100));
+      const after = Array.from({ length: 3 }, () => fetch(`${base}/docs/deno-doc?wait=15000`));
+      const responses = await Promise.all([...reads, write, ...after]);
+      const statuses = await Promise.all(responses.map(async (r) => (await r.body?.cancel(), r.status)));
+      assert.deepEqual(statuses, Array(7).fill(200));
+      const runs = (await (await fetch(`${base}/docs/deno-doc/runs`)).json()) as { runs: number; writerOverlaps: number; mostReadersAtOnce: number };
+      assert.equal(runs.runs, 7);
+      assert.equal(runs.writerOverlaps, 0);
+      assert.ok(runs.mostReadersAtOnce >= 2);
+    });
+
     await t.step("busy → 423 with Retry-After", async () => {
       const holder = await new Redlock(cluster.nodes).acquire(["lock:stock:deno-busy"], 6_000);
       const res = await fetch(`${base}/stock/deno-busy/reserve`, { method: "POST" });

@@ -6,11 +6,29 @@ import type { MemoryBackend } from "../../dev/memory-backend.ts";
 import { startMemoryCluster } from "../../dev/memory-cluster.ts";
 import { upstashNode, type RedlockNode } from "../../src/index.ts";
 import type { Script } from "../../src/scripts/index.ts";
-import { ACQUIRE, EXTEND, FAIR_ACQUIRE, FAIR_SEMAPHORE_ACQUIRE, FENCED_ACQUIRE, INSPECT, LEAVE, RELEASE, SEMAPHORE_ACQUIRE, withoutKeyLocking } from "../../src/scripts/index.ts";
+import {
+  ACQUIRE,
+  EXTEND,
+  FAIR_ACQUIRE,
+  FAIR_SEMAPHORE_ACQUIRE,
+  FENCED_ACQUIRE,
+  FENCED_RW_WRITE_ACQUIRE,
+  INSPECT,
+  LEAVE,
+  READERS_CLOCK_MEMBER,
+  RELEASE,
+  RW_INSPECT,
+  RW_READ_ACQUIRE,
+  RW_READ_EXTEND,
+  RW_READ_RELEASE,
+  RW_WRITE_ACQUIRE,
+  SEMAPHORE_ACQUIRE,
+  withoutKeyLocking,
+} from "../../src/scripts/index.ts";
 import { SimNode } from "../sim/sim-node.ts";
 import { VirtualClock } from "../sim/virtual-clock.ts";
 import { memoryNodes, type MemoryNode } from "../../src/testing/memory.ts";
-import { useCluster } from "./fixture.ts";
+import { useCluster, type Fixture } from "./fixture.ts";
 
 const env = useCluster(1);
 const NEVER = new AbortController().signal;
@@ -201,4 +219,95 @@ describe(`${subject}: their queues behave like the fair scripts on real Redis`, 
     });
   }
 });
+}
+
+// The read-write lock's scripts: a writer key, a reader set on its own PTTL clock, and the queue readers and
+// writers share. Compared after every step: replies, the writer key, the live readers with their time left, the
+// queue's members.
+const RW = ["edge-redlock:rw:writer:d", "edge-redlock:rw:readers:d", "edge-redlock:rw:queue:d"];
+const RW_FENCED = [...RW, "edge-redlock:rw:fence:d"];
+const READER_B = "reader-b-0123456789";
+const read = (value: string, ticket: string, ttl = "5000", enqueue = "1"): Op => ({ script: RW_READ_ACQUIRE, keys: RW, args: [value, ttl, `${ticket}r`, "300", enqueue] });
+const write = (value: string, ticket: string, ttl = "5000", keys = RW): Op => ({ script: keys.length === 4 ? FENCED_RW_WRITE_ACQUIRE : RW_WRITE_ACQUIRE, keys, args: [value, ttl, `${ticket}w`, "300", "1"] });
+const readExtend = (value: string, ttl: string): Op => ({ script: RW_READ_EXTEND, keys: [RW[1]], args: [value, ttl] });
+const readRelease = (value: string, ticket?: string): Op => ({ script: RW_READ_RELEASE, keys: ticket ? [RW[1], RW[2]] : [RW[1]], args: ticket ? [value, `${ticket}r`] : [value] });
+const inspectRw: Op = { script: RW_INSPECT, keys: [RW[0], RW[1]], args: [] };
+
+/** The live readers of a reader set on real Redis: value → ms left on the set's own clock. */
+async function realReaders(tcp: Fixture["tcp"][number], key: string): Promise<Map<string, number>> {
+  const left = await tcp.pttl(key);
+  const live = new Map<string, number>();
+  if (left < 0) return live;
+  const all = await tcp.zrange(key, 0, -1, "WITHSCORES");
+  const epoch = Number(all[all.indexOf(READERS_CLOCK_MEMBER) + 1]);
+  const now = epoch - left;
+  for (let j = 0; j < all.length; j += 2) {
+    if (all[j] === READERS_CLOCK_MEMBER || Number(all[j + 1]) <= now) continue;
+    live.set(all[j], Number(all[j + 1]) - now);
+    // The set key never expires under a live reader: its expiry, on its own clock, is the clock member's score.
+    expect(Number(all[j + 1]), "a reader outlives its set").toBeLessThanOrEqual(epoch);
+  }
+  return live;
+}
+
+/** An inspection reply with the readers' times left bucketed (the clocks differ by the time steps take). */
+function normalizeRwReading(reply: unknown): unknown {
+  if (!Array.isArray(reply) || reply.length !== 3 || !Array.isArray(reply[2])) return normalize(reply);
+  const pairs: string[] = [];
+  for (let i = 0; i < reply[2].length; i += 2) pairs.push(String(reply[2][i]));
+  return [reply[0], reply[1] < 0 ? reply[1] : "pttl", pairs.sort()];
+}
+
+const rwSequences: [string, Step[]][] = [
+  ["read of a free lock: granted, a reader set with one reader", [read(MINE, T1), inspectRw]],
+  ["two readers share it; a writer is refused with the longest reader's time left", [read(MINE, T1, "5000"), read(READER_B, T2, "2000"), write(OTHER, T3), inspectRw]],
+  ["a writer holds it: a reader is refused with the writer's PTTL and queued", [write(OTHER, T1), read(MINE, T2)]],
+  ["a waiting writer stops later readers; a reader ahead of it goes first", [write(OTHER, T2), read(MINE, T1), read(READER_B, T3), { del: RW[0] }, read(READER_B, T3), read(MINE, T1), write(OTHER, T2)]],
+  ["readers ahead do not stop a reader", [write(OTHER, T1), read(MINE, T2), { del: RW[0] }, read(READER_B, T3)]],
+  ["a writer waits for the readers to go, then takes it", [read(MINE, T1), write(OTHER, T2), readRelease(MINE, T1), write(OTHER, T2), inspectRw]],
+  ["read extend: never shortens, lengthens, keeps the set alive", [read(MINE, T1, "1000"), readExtend(MINE, "500"), readExtend(MINE, "8000"), inspectRw]],
+  ["read extend of a reader that is gone creates nothing", [read(MINE, T1, "100"), { sleep: 250 }, readExtend(MINE, "5000"), readExtend(READER_B, "5000"), inspectRw]],
+  ["an expired reader no longer stops a writer", [read(MINE, T1, "100"), { sleep: 250 }, write(OTHER, T2)]],
+  ["release of a reader that is not there: 0; of another's value: nothing taken", [read(MINE, T1), readRelease(READER_B), readRelease(MINE), readRelease(MINE)]],
+  ["fenced writer: the counter advances", [write(OTHER, T1, "5000", RW_FENCED)]],
+  ["the set lives as long as its longest reader", [read(MINE, T1, "300"), read(READER_B, T2, "3000"), readRelease(READER_B), { sleep: 400 }, write(OTHER, T3)]],
+];
+
+for (const [subject, make] of subjects) {
+  describe(`${subject}: the read-write scripts behave as on real Redis`, () => {
+    for (const [name, steps] of rwSequences) {
+      it(name, async () => {
+        const tcp = env.tcp[0];
+        const { node: sim, run, advance } = make();
+        for (const [i, step] of steps.entries()) {
+          if ("set" in step || "del" in step) {
+            if ("set" in step) {
+              await tcp.set(step.set, step.value, "PX", step.ttl);
+              sim.set(step.set, step.value, step.ttl);
+            } else {
+              await tcp.del(step.del);
+              sim.delete(step.del);
+            }
+            continue;
+          }
+          if ("sleep" in step) {
+            await new Promise((resolve) => setTimeout(resolve, step.sleep));
+            await advance(step.sleep);
+            continue;
+          }
+          const real = await tcp.eval(withoutKeyLocking(step.script.lua), step.keys.length, ...step.keys, ...step.args);
+          const simulated = await run(step.script, step.keys, step.args);
+          expect({ step: i, reply: normalizeRwReading(simulated) }).toEqual({ step: i, reply: normalizeRwReading(real) });
+          expect({ step: i, vote: step.script.vote(simulated).outcome }).toEqual({ step: i, vote: step.script.vote(real).outcome });
+          expect({ step: i, writer: sim.get(RW[0]) ?? null }).toEqual({ step: i, writer: await tcp.get(RW[0]) });
+          const [simReaders, redisReaders] = [sim.readers(RW[1]), await realReaders(tcp, RW[1])];
+          expect({ step: i, readers: [...simReaders.keys()].sort() }).toEqual({ step: i, readers: [...redisReaders.keys()].sort() });
+          for (const [reader, left] of simReaders) expect(samePttl(left, redisReaders.get(reader)!), `${reader}: simulator ${left} ms left, Redis ${redisReaders.get(reader)}`).toBe(true);
+          const realQueue = await tcp.zrange(RW[2], 0, -1);
+          const liveQueue = realQueue.length === 0 ? [] : realQueue;
+          expect({ step: i, queue: [...(sim.queue(RW[2])?.keys() ?? [])].sort() }).toEqual({ step: i, queue: liveQueue.sort() });
+        }
+      });
+    }
+  });
 }

@@ -16,6 +16,14 @@ export class SimNode extends MemoryNode {
   ignoreFenceWriteBack = false;
   /** Negative control: grant as if no queue existed (the fair scripts still enqueue). */
   ignoreQueue = false;
+  /**
+   * Negative control: a read-write lock that counts readers per node (one counter with one expiry, moved to the
+   * longest reader's; a release takes one away), as quorum read-write locks built on counters do, instead of a
+   * set with each reader's own expiry. A writer is granted where the counter is gone or 0. The queue is ignored.
+   */
+  readerCounters = false;
+  /** The counters of the negative control: per reader-set key, how many readers and until when. */
+  readonly #counters = new Map<string, { count: number; expiresAt: number }>();
   /** The naive semaphore's holders per key (value → expiry), for the negative control. */
   readonly #admitted = new Map<string, Map<string, number>>();
 
@@ -45,12 +53,53 @@ export class SimNode extends MemoryNode {
       holders.set(value, now + ttl);
       return [1];
     }
+    if (this.readerCounters && name.startsWith("rw-")) return this.#counted(name, keys, args);
     if (name === "extend" && this.legacyExtend) {
       for (const key of keys) if (this.get(key) !== undefined && this.get(key) !== value) return [0, this.pttl(key)];
       for (const key of keys) this.set(key, value, ttl);
       return [1];
     }
     return super.execute(name, keys, args);
+  }
+
+  /** The read-write scripts over per-node reader counters (the negative control). */
+  #counted(name: string, keys: string[], args: string[]): unknown {
+    const [value, ttlText] = args;
+    const now = this.clock.now();
+    const live = (key: string) => {
+      const counter = this.#counters.get(key);
+      return counter && counter.expiresAt > now ? counter : undefined;
+    };
+    switch (name) {
+      case "rw-read-acquire": {
+        if (this.get(keys[0]) !== undefined) return [0, this.pttl(keys[0]), 0];
+        const counter = live(keys[1]) ?? { count: 0, expiresAt: now };
+        counter.count++;
+        counter.expiresAt = Math.max(counter.expiresAt, now + Number(ttlText));
+        this.#counters.set(keys[1], counter);
+        return [1];
+      }
+      case "rw-read-extend": {
+        const counter = live(keys[0]);
+        if (!counter || counter.count === 0) return [0, -2];
+        counter.expiresAt = Math.max(counter.expiresAt, now + Number(ttlText));
+        return [1];
+      }
+      case "rw-read-release": {
+        const counter = live(keys[0]);
+        if (!counter || counter.count === 0) return 0;
+        counter.count--;
+        return 1;
+      }
+      case "rw-write-acquire": {
+        const readers = live(keys[1])?.count ?? 0;
+        if (this.get(keys[0]) !== undefined || readers > 0) return [0, Math.max(this.pttl(keys[0]), 1), 0];
+        this.set(keys[0], value, Number(ttlText));
+        return [1];
+      }
+      default:
+        return super.execute(name, keys, args);
+    }
   }
 }
 

@@ -252,3 +252,38 @@ describe("chaos checker: the semaphore resource", () => {
     expect(onLocks.violations.join()).toContain("no stale read or write was refused");
   });
 });
+
+describe("chaos checker: the read-write resource", () => {
+  const rwStart: ChaosRecord = { type: "start", seed: 1, unsafeRestart: false, clients: 3, ttl: 1000, at: 0, resources: [{ name: "m", limit: 1 }, { name: "rw", limit: 1, readWrite: true }] };
+  const section = (client: number, mode: "read" | "write", start: number, end: number, validityEnd = start + 800): CriticalSectionRecord => ({
+    type: "cs",
+    client,
+    resource: "rw",
+    mode,
+    start,
+    validityEnd,
+    readAccepted: false,
+    readDone: 0,
+    read: null,
+    end,
+    stalledMs: 0,
+  });
+  const finalRw: ChaosRecord = { type: "final", at: 99_999, counter: 0, counters: { m: 0 } };
+
+  it("passes readers that overlap, and a writer alone", () => {
+    const report = check([rwStart, section(0, "read", 0, 300), section(1, "read", 100, 400), section(2, "write", 500, 600), finalRw]);
+    expect(report.violations).toEqual([]);
+    expect(report.resources.find((r) => r.name === "rw")).toMatchObject({ readWrite: true, maxHolders: 2, excess: 0 });
+  });
+
+  it("finds a writer beside a reader, and a writer beside a writer, within validity", () => {
+    const report = check([rwStart, section(0, "read", 0, 300), section(2, "write", 200, 350), section(1, "write", 320, 400), finalRw]);
+    expect(report.resources.find((r) => r.name === "rw")?.excess).toBe(2);
+    expect(report.violations.join()).toContain("rw: 2 reader/writer or writer/writer pair(s) valid at once");
+  });
+
+  it("does not count a reader's time past its validity", () => {
+    const report = check([rwStart, section(0, "read", 0, 2_000, 500), section(2, "write", 600, 700), finalRw]);
+    expect(report.violations).toEqual([]);
+  });
+});

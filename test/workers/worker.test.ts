@@ -114,6 +114,30 @@ describe("inside workerd", () => {
     expect(status.nodes).toHaveLength(5);
   });
 
+  it("a read-write lock in workerd: readers share it, a writer is alone; the demo's document route over requests", async () => {
+    const doc = new Redlock(nodes, { retryCount: 0 }).readWriteLock("wd:rw");
+    const readers = [await doc.acquireRead(5_000), await doc.acquireRead(5_000)];
+    await expect(doc.acquireWrite(5_000)).rejects.toBeInstanceOf(LockAcquisitionError);
+    await settle(admins);
+    expect(await doc.inspect()).toMatchObject({ readers: 2, writer: false });
+    for (const reader of readers) await (await reader.release()).pending;
+    await using writer = await doc.acquireWrite(5_000, { fencing: true });
+    expect(writer.fence).toMatch(/^[0-9]+$/);
+    await expect(doc.acquireRead(5_000)).rejects.toBeInstanceOf(LockAcquisitionError);
+
+    await worker("/docs/wd-doc/runs", { method: "DELETE" });
+    const reads = Array.from({ length: 3 }, () => worker("/docs/wd-doc?wait=15000"));
+    await new Promise((r) => setTimeout(r, 100));
+    const write = worker("/docs/wd-doc?wait=15000", { method: "PUT", body: "v2" });
+    await new Promise((r) => setTimeout(r, 100));
+    const after = Array.from({ length: 3 }, () => worker("/docs/wd-doc?wait=15000"));
+    const responses = await Promise.all([...reads, write, ...after]);
+    expect(responses.map((r) => r.status)).toEqual(Array(7).fill(200));
+    const runs = (await (await worker("/docs/wd-doc/runs")).json()) as { runs: number; writerOverlaps: number; mostReadersAtOnce: number };
+    expect(runs).toMatchObject({ runs: 7, writerOverlaps: 0 });
+    expect(runs.mostReadersAtOnce).toBeGreaterThanOrEqual(2);
+  });
+
   it("handler throws → the lock is released", async () => {
     // /jobs/:name/run throws inside the handler when the store holds a non-numeric run counter.
     const redlock = new Redlock(nodes);

@@ -1,0 +1,35 @@
+// How a middleware waits for its lock, and what it answers when no quorum could be reached.
+import type { Context, Env } from "hono";
+import type { LockAcquisitionError } from "../errors.ts";
+import type { HoldMiddlewareOptions } from "./types.ts";
+
+/** Fail fast (0), or retry until `wait` ms have passed; the client leaving stops it. */
+export function acquireOptions<E extends Env>(c: Context<E>, wait: HoldMiddlewareOptions<E>["wait"]) {
+  const ms = typeof wait === "function" ? wait(c) : (wait ?? 0);
+  return { retryCount: ms > 0 ? -1 : 0, maxWait: ms, signal: c.req.raw.signal };
+}
+
+export function unavailable<E extends Env>(
+  c: Context<E>,
+  options: HoldMiddlewareOptions<E>,
+  resources: string[],
+  error: LockAcquisitionError,
+): Response | Promise<Response> {
+  const info = { resources, reason: error.reason, error };
+  if (options.onUnavailable) return options.onUnavailable(c, info);
+  reportUnavailable(error);
+  c.header("Retry-After", String(UNAVAILABLE_RETRY_AFTER_S));
+  return c.json({ error: "lock unavailable", reason: error.reason }, 503);
+}
+
+/** What a 503 tells the client: try again in a second (nodes down rarely come back sooner). */
+const UNAVAILABLE_RETRY_AFTER_S = 1;
+const reportedUnavailable = new Set<string>();
+
+/** Logs why the middleware answered 503, once per distinct cause (the message holds no token or lock value). */
+function reportUnavailable(error: LockAcquisitionError): void {
+  const cause = error.message.replace(/after \d+ attempt\(s\)/, "").replace(/\d+(?:\.\d+)? ?ms/g, "N ms");
+  if (reportedUnavailable.has(cause) || reportedUnavailable.size >= 32) return;
+  reportedUnavailable.add(cause);
+  console.error(`edge-redlock: answering 503 (logged once per cause): ${error.message}`);
+}

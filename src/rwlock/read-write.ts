@@ -1,0 +1,204 @@
+// A read-write lock over the lock's nodes: readers share it, a writer has it alone; both wait in one queue.
+import { checkResources, checkRetryPolicy, checkTtl, checkUsing } from "../check.ts";
+import { InvalidArgumentError, LockAcquisitionError, nameNodes } from "../errors.ts";
+import { type AcquireHooks, reportAcquire } from "../events/acquire.ts";
+import { writeBackFence } from "../fencing/write-back.ts";
+import { holdWhile } from "../lock/keeper.ts";
+import type { Lifecycle } from "../lock/lifecycle.ts";
+import { Lock } from "../lock/lock.ts";
+import { Line } from "../lock/queue.ts";
+import type { AcquireOptions, UsingOptions } from "../options.ts";
+import { retrying, type Attempt } from "../quorum/retry.ts";
+import type { Rounds } from "../quorum/rounds.ts";
+import { RELEASE } from "../scripts/lock.ts";
+import {
+  FENCED_RW_WRITE_ACQUIRE,
+  RW_READ_ACQUIRE,
+  RW_READ_EXTEND,
+  RW_READ_RELEASE,
+  RW_WRITE_ACQUIRE,
+} from "../scripts/rw.ts";
+import { inspectReadWrite, type ReadWriteInspection } from "./inspect.ts";
+import { rwKeys, type RwKeys } from "./keys.ts";
+
+/**
+ * Options of a read or write acquisition: those of a lock's. `fencing` is for writers only; `fair: false` is
+ * refused, because readers and writers always wait in line (without the line a stream of readers starves writers).
+ * @example
+ * ```ts
+ * const options: ReadWriteOptions = { maxWait: 2_000, signal: AbortSignal.timeout(5_000) };
+ * ```
+ */
+export type ReadWriteOptions = AcquireOptions;
+
+/**
+ * Many readers or one writer of `key`, across every process, isolate and region that shares the nodes. Made by
+ * {@link Redlock.readWriteLock}. A reader is an entry of a per-node reader set, a writer a per-node key; a grant
+ * on a node needs no writer there (a reader) or neither writer nor reader (a writer), so two quorums meet on a
+ * node whose script refused the second (docs/SAFETY.md, "Read-write locks"). Readers and writers wait in one
+ * queue in order of arrival: a waiting writer stops the readers that came after it, the readers before it go
+ * first, so neither starves.
+ * @example
+ * ```ts
+ * const doc = redlock.readWriteLock("doc:7");
+ * const text = await doc.usingRead(5_000, async () => load("doc:7"));
+ * await doc.usingWrite(10_000, async (signal) => save("doc:7", edit(text), { signal }));
+ * ```
+ */
+export class ReadWriteLock {
+  /** The lock's name (its keys are keys of their own under the library's reserved prefix). */
+  readonly key: string;
+  readonly #rounds: Rounds;
+  readonly #lifecycle: Lifecycle;
+  readonly #keys: RwKeys;
+
+  /** @internal Made by {@link Redlock.readWriteLock}. */
+  constructor(key: string, rounds: Rounds, lifecycle: Lifecycle) {
+    const [checked] = checkResources(key);
+    this.key = checked;
+    this.#rounds = rounds;
+    this.#lifecycle = lifecycle;
+    this.#keys = rwKeys(checked);
+  }
+
+  /**
+   * Takes a read lock for `ttl` ms: held on a quorum of nodes where no writer holds it and no writer waits
+   * ahead, alongside any number of other readers. Resolves with a {@link Lock} (`release()`, `extend(ttl)`,
+   * `validityMs`, `expiresAt`, `await using`).
+   * @throws {InvalidArgumentError} before any request, for bad arguments (and for `fencing` or `fair: false`).
+   * @throws {LockAcquisitionError} when every attempt failed (`retryAfterMs`: when to ask again, if known).
+   * @example
+   * ```ts
+   * await using read = await doc.acquireRead(5_000, { maxWait: 2_000 });
+   * return render(await load("doc:7"));
+   * ```
+   */
+  acquireRead(ttl: number, options: ReadWriteOptions = {}): Promise<Lock> {
+    return this.#acquire("read", ttl, options);
+  }
+
+  /**
+   * Takes the write lock for `ttl` ms: held on a quorum of nodes where no writer and no reader holds it and
+   * nobody waits ahead. `{ fencing: true }` hands out `lock.fence` as for a plain lock (one more round trip).
+   * @throws {InvalidArgumentError} before any request, for bad arguments.
+   * @throws {LockAcquisitionError} when every attempt failed (`retryAfterMs`: when to ask again, if known).
+   * @example
+   * ```ts
+   * const write = await doc.acquireWrite(10_000, { fencing: true });
+   * try { await fencedWrite(db, "doc:7", text, write.fence!); } finally { await write.release(); }
+   * ```
+   */
+  acquireWrite(ttl: number, options: ReadWriteOptions = {}): Promise<Lock> {
+    return this.#acquire("write", ttl, options);
+  }
+
+  /**
+   * Runs `routine` under a read lock: acquires, extends automatically, releases at the end (also when the
+   * routine throws), exactly as {@link Redlock.using}. The routine's signal aborts the moment the lock is lost.
+   * @example
+   * ```ts
+   * const text = await doc.usingRead(5_000, async (signal) => load("doc:7", { signal }));
+   * ```
+   */
+  usingRead<T>(
+    ttl: number,
+    routine: (signal: AbortSignal, lock: Lock) => Promise<T> | T,
+    options: UsingOptions = {},
+  ): Promise<T> {
+    return this.#using("read", ttl, routine, options);
+  }
+
+  /**
+   * Runs `routine` under the write lock: acquires, extends automatically, releases at the end (also when the
+   * routine throws), exactly as {@link Redlock.using}. The routine's signal aborts the moment the lock is lost.
+   * @example
+   * ```ts
+   * await doc.usingWrite(10_000, async (signal) => save("doc:7", text, { signal }), { maxHold: 60_000 });
+   * ```
+   */
+  usingWrite<T>(
+    ttl: number,
+    routine: (signal: AbortSignal, lock: Lock) => Promise<T> | T,
+    options: UsingOptions = {},
+  ): Promise<T> {
+    return this.#using("write", ttl, routine, options);
+  }
+
+  /**
+   * How many readers a quorum holds now, whether a writer does, and how long until a writer could take it —
+   * read from every node without taking anything.
+   * @example
+   * ```ts
+   * const { readers, writer, freeInMs } = await doc.inspect();
+   * ```
+   */
+  inspect(): Promise<ReadWriteInspection> {
+    return inspectReadWrite(this.#rounds, this.key, this.#keys);
+  }
+
+  async #using<T>(
+    kind: "read" | "write",
+    ttl: number,
+    routine: (signal: AbortSignal, lock: Lock) => Promise<T> | T,
+    options: UsingOptions,
+  ): Promise<T> {
+    const keep = checkUsing(ttl, routine, options, this.#rounds.options.nodeTimeout);
+    const lock = await this.#acquire(kind, ttl, options);
+    return holdWhile(lock, routine, { clock: this.#rounds.clock, ttl, ...keep, signal: options?.signal });
+  }
+
+  /**
+   * One acquisition, read or write: the lock's steps (a fresh value per attempt, one request per node, decided
+   * early, validity), with the reader's or the writer's script, always in line.
+   */
+  async #acquire(kind: "read" | "write", ttl: number, options: ReadWriteOptions): Promise<Lock> {
+    const rounds = this.#rounds;
+    const lifecycle = this.#lifecycle;
+    const keys = this.#keys;
+    checkTtl(ttl, rounds.options.nodeTimeout);
+    const policy = checkRetryPolicy(options, { ...rounds.options, fair: true });
+    if (options.fair === false)
+      throw new InvalidArgumentError("options.fair", "cannot be false: readers and writers always wait in line");
+    if (options.fencing !== undefined && typeof options.fencing !== "boolean")
+      throw new InvalidArgumentError("options.fencing", "must be a boolean");
+    const fencing = options.fencing === true;
+    if (fencing && kind === "read") throw new InvalidArgumentError("options.fencing", "is for write locks only");
+    const read = kind === "read";
+    const line = new Line(rounds.clock, [keys.queue], read ? "r" : "w");
+    const script = read ? RW_READ_ACQUIRE : fencing ? FENCED_RW_WRITE_ACQUIRE : RW_WRITE_ACQUIRE;
+    const roundKeys = [keys.writer, keys.readers, keys.queue, ...(fencing ? [keys.fence] : [])];
+    const args = (value: string) => [value, String(ttl), ...line.args(policy.fair)];
+    // What a hold is on a node: a reader's entry in the reader set, or the writer key.
+    const held = read ? [keys.readers] : [keys.writer];
+    const scripts = read ? { release: RW_READ_RELEASE, extend: RW_READ_EXTEND } : undefined;
+    // "-" is never a lock value: leaving through the writer key deletes nothing, it only takes the ticket out.
+    const leave = policy.fair ? () => lifecycle.leave([keys.writer], line.queues, line.ticket) : undefined;
+    const attempt =
+      (hooks: AcquireHooks | undefined) =>
+      async (n: number): Promise<Attempt<Lock>> => {
+        const grant = await rounds.grant(script, roundKeys, args, policy.signal);
+        let round = grant.round;
+        let fence: string | undefined;
+        if (fencing && rounds.holds(round, ttl, grant.start))
+          ({ round, fence } = await writeBackFence(rounds, grant, [keys.writer], [keys.fence], policy.signal));
+        if (rounds.holds(round, ttl, grant.start)) {
+          hooks?.won(round);
+          const queue = { keys: line.queues, ticket: line.ticket };
+          const state = { ...lifecycle.held(grant, ttl, kind), keys: held, queue, scripts };
+          return { held: new Lock([this.key], grant.value, n, fence, state) };
+        }
+        const failure = lifecycle.failed(n, round, grant, ttl, held, read ? RW_READ_RELEASE : RELEASE);
+        if (!policy.fair) return failure;
+        return { ...failure, waitMs: line.wait(grant.round, grant.start), settleFirst: grant.round.granted > 0 };
+      };
+    const began = rounds.clock.now();
+    const labels = rounds.nodes.map((node) => node.label);
+    return reportAcquire(lifecycle.emit, kind, [this.key], rounds.clock, (hooks) =>
+      retrying(rounds.clock, [this.key], policy, attempt(hooks), { what: "lock", hooks, leave }).catch(
+        (error: unknown) => {
+          throw error instanceof LockAcquisitionError ? nameNodes(error, labels, rounds.clock.now() - began) : error;
+        },
+      ),
+    );
+  }
+}

@@ -1,0 +1,203 @@
+// The read-write lock and the readWrite() middleware on five real redis-server nodes behind the strict bridge
+// (every key a script touches must be in KEYS; pipelines are not atomic).
+import { Hono } from "hono";
+import { describe, expect, it } from "vitest";
+import { LockAcquisitionError, Redlock, envNames } from "../../src/index.ts";
+import { readWrite, type ReadWriteVariables } from "../../src/hono/index.ts";
+import { createApp } from "../../worker/app.ts";
+import { loadScripts, settle, until, useCluster } from "./fixture.ts";
+
+const env = useCluster();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const config = () => env.cluster.nodes.map(({ url, token }) => ({ url, token }));
+const counters = async () => (await Promise.all(env.admins.map((a) => a.state()))).map((s) => s.counters);
+
+/** Runs as they happened: each records its mode, start and end. */
+function runLog() {
+  const runs: { write: boolean; start: number; end: number }[] = [];
+  const overlap = (a: (typeof runs)[number], b: (typeof runs)[number]) => a !== b && a.start < b.end && b.start < a.end;
+  return {
+    runs,
+    async run(write: boolean, ms: number) {
+      const start = performance.now();
+      await sleep(ms);
+      runs.push({ write, start, end: performance.now() });
+    },
+    writerOverlaps: () => runs.filter((w) => w.write).reduce((n, w) => n + runs.filter((o) => overlap(w, o)).length, 0),
+    mostReadersAtOnce: () => {
+      const reads = runs.filter((r) => !r.write);
+      return Math.max(0, ...reads.map((r) => reads.filter((o) => o.start <= r.start && r.start < o.end).length));
+    },
+  };
+}
+
+/** Live reader entries of a reader set on one node (the clock member aside). */
+async function readerEntries(node: number, key: string): Promise<number> {
+  const members = await env.tcp[node].zrange(`edge-redlock:rw:readers:${key}`, 0, -1);
+  return members.filter((m) => m !== "~clock").length;
+}
+
+describe("read-write lock (real Redis)", () => {
+  it("12 readers and 3 writers at once: readers share it, no writer overlaps anyone, and every writer gets in", async () => {
+    const redlock = new Redlock(env.nodes);
+    const doc = redlock.readWriteLock("rw:mix");
+    const log = runLog();
+    const jobs = Array.from({ length: 15 }, (_, i) => {
+      const write = i % 5 === 2;
+      const take = write ? doc.usingWrite.bind(doc) : doc.usingRead.bind(doc);
+      return sleep(i * 15).then(() => take(5_000, () => log.run(write, 120), { retryCount: -1, maxWait: 15_000 }));
+    });
+    await Promise.all(jobs);
+    expect(log.runs).toHaveLength(15);
+    expect(log.writerOverlaps()).toBe(0);
+    expect(log.mostReadersAtOnce()).toBeGreaterThanOrEqual(2);
+    await settle(env);
+    for (let node = 0; node < 5; node++) expect(await readerEntries(node, "rw:mix")).toBe(0);
+    expect(await doc.inspect()).toMatchObject({ readers: 0, writer: false, freeInMs: 0 });
+  });
+
+  it("a steady stream of overlapping readers does not keep a writer out", async () => {
+    const redlock = new Redlock(env.nodes);
+    const doc = redlock.readWriteLock("rw:stream");
+    let stop = false;
+    let reads = 0;
+    // Four readers, each re-reading at once: at every moment some reader holds the lock.
+    const readers = Array.from({ length: 4 }, async (_, i) => {
+      await sleep(i * 40);
+      while (!stop) {
+        await doc.usingRead(3_000, () => sleep(150), { retryCount: -1, maxWait: 10_000 });
+        reads++;
+      }
+    });
+    await sleep(300);
+    const began = performance.now();
+    await doc.usingWrite(3_000, () => sleep(50), { retryCount: -1, maxWait: 5_000 });
+    const waited = performance.now() - began;
+    stop = true;
+    await Promise.all(readers);
+    expect(reads).toBeGreaterThan(4);
+    // The writer waits for the readers ahead of it (one read, 150 ms, plus the rounds), not for the stream to end.
+    expect(waited).toBeLessThan(1_500);
+  });
+
+  it("refused: LockAcquisitionError held with retryAfterMs; inspect shows readers held on a quorum and the writer", async () => {
+    const redlock = new Redlock(env.nodes);
+    const doc = redlock.readWriteLock("rw:refused");
+    const readers = [await doc.acquireRead(6_000), await doc.acquireRead(8_000)];
+    const error = (await doc.acquireWrite(5_000, { retryCount: 0 }).catch((e: unknown) => e)) as LockAcquisitionError;
+    expect(error).toBeInstanceOf(LockAcquisitionError);
+    expect(error.reason).toBe("held");
+    expect(error.retryAfterMs).toBeGreaterThan(7_000);
+    expect(error.retryAfterMs).toBeLessThanOrEqual(8_000);
+    await settle(env);
+    const seen = await doc.inspect();
+    expect(seen).toMatchObject({ key: "rw:refused", readers: 2, writer: false });
+    expect(seen.freeInMs).toBeGreaterThan(7_000);
+    expect(seen.nodes.map((n) => n.readers)).toEqual([2, 2, 2, 2, 2]);
+    expect(JSON.stringify(seen)).not.toContain(readers[0].value);
+    for (const reader of readers) await (await reader.release()).pending;
+    const writer = await doc.acquireWrite(5_000, { fencing: true });
+    expect(writer.fence).toMatch(/^[1-9][0-9]*$/);
+    await expect(doc.acquireRead(1_000, { retryCount: 0 })).rejects.toBeInstanceOf(LockAcquisitionError);
+    await settle(env);
+    expect(await doc.inspect()).toMatchObject({ readers: 0, writer: true });
+    await (await writer.release()).pending;
+  });
+
+  it("works on nodes that reject the key-locking flag once they fell back, and batches reads taken in one turn", async () => {
+    await Promise.all([0, 1].map((i) => env.admins[i].faults({ rejectKeyLocking: true })));
+    const redlock = new Redlock(config(), { retryCount: 2 });
+    const flagged = await redlock.readWriteLock("rw:flag").acquireRead(3_000);
+    await settle(env);
+    expect(await readerEntries(0, "rw:flag")).toBe(1);
+    await (await flagged.release()).pending;
+    await Promise.all([0, 1].map((i) => env.admins[i].faults({ rejectKeyLocking: false })));
+    await loadScripts(env);
+    await Promise.all(env.admins.map((a) => a.resetCounters()));
+    const locks = await Promise.all(Array.from({ length: 10 }, (_, i) => redlock.readWriteLock(`rw:batch:${i}`).acquireRead(3_000)));
+    await until(async () => (await counters()).every((c) => c.answered >= 1));
+    // Ten acquisitions in one turn: one pipeline request per node.
+    expect((await counters()).map((c) => c.received)).toEqual([1, 1, 1, 1, 1]);
+    await Promise.all((await Promise.all(locks.map((lock) => lock.release()))).map((r) => r.pending));
+  });
+
+  it("a reader whose acquire reached a slow node late is released there too (straggler release)", async () => {
+    await loadScripts(env);
+    await env.admins[4].faults({ latencyMs: 300 });
+    const redlock = new Redlock(env.nodes, { nodeTimeout: 1_000 });
+    const reader = await redlock.readWriteLock("rw:straggler").acquireRead(5_000);
+    expect(await readerEntries(4, "rw:straggler")).toBe(0); // decided without node 4
+    const { pending } = await reader.release();
+    await pending;
+    await settle(env);
+    for (let node = 0; node < 5; node++) expect(await readerEntries(node, "rw:straggler")).toBe(0);
+  });
+
+  it("a reader held through a partition: extended on the nodes it reaches, and lost loudly when too few remain", async () => {
+    const redlock = new Redlock(env.nodes, { nodeTimeout: 200 });
+    const doc = redlock.readWriteLock("rw:partition");
+    await env.admins[0].faults({ cut: true });
+    const aborted = await doc.usingRead(
+      800,
+      async (signal) => {
+        await sleep(1_000); // extended past its ttl on nodes 1–4
+        const kept = signal.aborted;
+        await Promise.all([1, 2].map((i) => env.admins[i].faults({ cut: true })));
+        await sleep(1_200);
+        return { kept, lost: signal.aborted };
+      },
+      { extendThreshold: 400 },
+    );
+    expect(aborted).toEqual({ kept: false, lost: true });
+  });
+});
+
+describe("readWrite() middleware (real Redis)", () => {
+  it("GETs run side by side; a PUT gets 423 with Retry-After while they hold it, and runs alone after", async () => {
+    const redlock = new Redlock(env.nodes, { nodeTimeout: 150 });
+    const app = new Hono<{ Variables: ReadWriteVariables }>();
+    const log = runLog();
+    const guard = readWrite("mw:doc", { ttl: 600, redlock });
+    app.get("/doc", guard, async (c) => {
+      await log.run(false, 900); // past the ttl: held only because it is extended
+      return c.json({ mode: c.var.lock.mode, aborted: c.var.lock.signal.aborted });
+    });
+    app.put("/doc", guard, async (c) => {
+      await log.run(true, 100);
+      return c.json({ mode: c.var.lock.mode });
+    });
+    const reads = [app.request("/doc"), app.request("/doc")];
+    await sleep(700);
+    const busy = await app.request("/doc", { method: "PUT" });
+    expect(busy.status).toBe(423);
+    expect(Number(busy.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
+    expect(await busy.json()).toMatchObject({ error: "locked", resource: "mw:doc", mode: "write" });
+    for (const read of await Promise.all(reads)) expect(await read.json()).toEqual({ mode: "read", aborted: false });
+    expect(log.mostReadersAtOnce()).toBe(2);
+    await settle(env);
+    const put = await app.request("/doc", { method: "PUT" });
+    expect(await put.json()).toEqual({ mode: "write" });
+    expect(log.writerOverlaps()).toBe(0);
+  });
+
+  it("the demo's document route: 6 reads share it, the write runs alone, the reads after it see the new text", async () => {
+    const app = createApp({ redlock: new Redlock(env.nodes) });
+    for (const [i, node] of env.cluster.nodes.entries()) {
+      process.env[envNames(i + 1).url] = node.url;
+      process.env[envNames(i + 1).token] = node.token;
+    }
+    await app.request("/docs/readme/runs", { method: "DELETE" });
+    const first = Array.from({ length: 6 }, () => app.request("/docs/readme?wait=10000"));
+    await sleep(100);
+    const write = app.request("/docs/readme?wait=10000", { method: "PUT", body: "v2" });
+    await sleep(100);
+    const after = Array.from({ length: 6 }, () => app.request("/docs/readme?wait=10000"));
+    const responses = await Promise.all([...first, write, ...after]);
+    expect(responses.map((r) => r.status)).toEqual(Array(13).fill(200));
+    const texts = await Promise.all(responses.slice(7).map(async (r) => ((await r.json()) as { text: string }).text));
+    expect(texts).toEqual(Array(6).fill("v2"));
+    const runs = (await (await app.request("/docs/readme/runs")).json()) as { runs: number; writerOverlaps: number; mostReadersAtOnce: number };
+    expect(runs).toMatchObject({ runs: 13, writerOverlaps: 0 });
+    expect(runs.mostReadersAtOnce).toBeGreaterThanOrEqual(3);
+  });
+});
