@@ -42,6 +42,8 @@ export class Line {
   readonly queues: string[];
   readonly #clock: Clock;
   readonly #pace: LinePace = {};
+  /** The longest round this waiter has seen (ms): its lease must outlast the time between two of its runs on a node. */
+  #slowest = 0;
 
   /**
    * A place in `queues`, its ticket taken now. `kind` is appended to the ticket where waiters of different kinds
@@ -53,15 +55,22 @@ export class Line {
     this.queues = [...queues];
   }
 
-  /** The fair scripts' ARGV after value, ttl and n/slot: ticket, lease, and whether to join the line. */
+  /**
+   * The fair scripts' ARGV after value, ttl and n/slot: ticket, lease, and whether to join the line. The lease is
+   * {@link WAITER_LEASE_MS}, or twice the slowest round seen when that is longer: a node sees the next attempt about
+   * a round after this one once a round takes longer than the wait cap, and over links slower than the lease a
+   * fixed lease lapsed between every two runs, so anyone could overtake the waiter there, every time.
+   */
   args(enqueue: boolean): string[] {
-    return [this.ticket, String(WAITER_LEASE_MS), enqueue ? "1" : "0"];
+    const lease = Math.max(WAITER_LEASE_MS, Math.ceil(2 * this.#slowest));
+    return [this.ticket, String(lease), enqueue ? "1" : "0"];
   }
 
   /** The wait before the next attempt after a refused round that started at `start` (see {@link fairWait}). */
   wait(round: Round, start: number): number {
     const now = this.#clock.now();
     const roundMs = now - start;
+    this.#slowest = Math.max(this.#slowest, roundMs);
     return fairWait(round.votes, round.granted, {
       now,
       roundMs,
