@@ -6,7 +6,7 @@ import type { ResolvedOptions } from "../options.ts";
 import type { Script } from "../scripts/script.ts";
 import type { Vote } from "../scripts/vote.ts";
 import type { Clock } from "../support/clock.ts";
-import { randomValue } from "../support/random.ts";
+import { pooledValue } from "../support/random.ts";
 import { fanOut, type Round, type RoundOptions } from "./fan-out.ts";
 import { driftAllowance, quorumOf } from "./rules.ts";
 
@@ -83,7 +83,7 @@ export class Rounds {
 
   /** One grant round: a fresh random value, `script` to every node, decided as soon as the outcome is known. */
   async grant(script: Script, keys: string[], args: (value: string) => string[], signal?: AbortSignal): Promise<Grant> {
-    const value = randomValue();
+    const value = pooledValue();
     const start = this.clock.now();
     const round = await this.round(script, keys, args(value), { signal, decide: "outcome", cancelStragglers: false });
     return { value, start, round };
