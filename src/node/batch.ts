@@ -53,6 +53,8 @@ interface Member<C> {
   signal: AbortSignal;
   resolve(value: unknown): void;
   reject(reason: unknown): void;
+  /** Stopped waiting (its signal aborted while its pipeline request ran). */
+  stopped: boolean;
 }
 
 /**
@@ -73,7 +75,7 @@ export function batching<C>(transport: Transport<C>): Send<C> {
   return (command, signal) =>
     new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
-      const member = { command, signal, resolve, reject };
+      const member: Member<C> = { command, signal, resolve, reject, stopped: false };
       if (open) return void open.push(member);
       const batch = [member];
       open = batch;
@@ -109,39 +111,74 @@ function send<C>(transport: Transport<C>, live: Member<C>[]): void {
     transport.one(member.command, member.signal).then(member.resolve, member.reject);
     return;
   }
-  const request = new AbortController();
-  let end: () => void = () => {};
-  const over = new Promise<void>((resolve) => (end = resolve));
-  let waiting = live.length;
-  const detach = live.map((member) => {
-    const stop = () => {
-      if (--waiting === 0) {
-        request.abort(new DOMException("every request of the batch stopped waiting", "AbortError"));
+  const request = new PipelineRequest(live);
+  const commands: C[] = new Array(live.length);
+  for (let i = 0; i < live.length; i++) {
+    commands[i] = live[i].command;
+    // One listener object for the whole batch (not a closure per member): `handleEvent` finds who stopped.
+    live[i].signal.addEventListener("abort", request, { once: true });
+  }
+  transport.many(commands, request.controller.signal).then(
+    (outcomes) => request.replied(outcomes),
+    (error: unknown) => request.failed(error),
+  );
+}
+
+/**
+ * One pipeline request in flight and its members: each member stops waiting on its own signal, the
+ * request is cut once none waits, and every member gets its own outcome.
+ */
+class PipelineRequest<C> {
+  readonly controller = new AbortController();
+  readonly #members: Member<C>[];
+  #waiting: number;
+  /** Resolves once the request is over (replied, failed or cut): what an abandoned member waits for. */
+  #over: Promise<void> | undefined;
+  #end: (() => void) | undefined;
+  #ended = false;
+
+  constructor(members: Member<C>[]) {
+    this.#members = members;
+    this.#waiting = members.length;
+  }
+
+  /** A member's signal aborted: it stops waiting; the last one to stop cuts the request. */
+  handleEvent(event: Event): void {
+    for (const member of this.#members) {
+      if (member.signal !== event.target || member.stopped) continue;
+      member.stopped = true;
+      if (--this.#waiting === 0) {
+        this.controller.abort(new DOMException("every request of the batch stopped waiting", "AbortError"));
         member.reject(member.signal.reason);
-      } else member.reject(new Abandoned(member.signal.reason, over)); // its command still runs with the others
-    };
-    member.signal.addEventListener("abort", stop, { once: true });
-    return () => member.signal.removeEventListener("abort", stop);
-  });
-  transport
-    .many(
-      live.map((member) => member.command),
-      request.signal,
-    )
-    .finally(end)
-    .then(
-      (outcomes) => {
-        for (const undo of detach) undo();
-        const whole = Array.isArray(outcomes) && outcomes.length === live.length;
-        live.forEach((member, i) => {
-          const outcome = whole ? outcomes[i] : undefined;
-          if (outcome?.ok === true) member.resolve(outcome.value);
-          else member.reject(new Error(outcome?.ok === false ? outcome.error : "unexpected pipeline reply"));
-        });
-      },
-      (error: unknown) => {
-        for (const undo of detach) undo();
-        for (const member of live) member.reject(error);
-      },
-    );
+      } else member.reject(new Abandoned(member.signal.reason, this.#landed())); // its command still runs with the others
+    }
+  }
+
+  replied(outcomes: Outcome[]): void {
+    this.#finish();
+    const members = this.#members;
+    const whole = Array.isArray(outcomes) && outcomes.length === members.length;
+    for (let i = 0; i < members.length; i++) {
+      const outcome = whole ? outcomes[i] : undefined;
+      if (outcome?.ok === true) members[i].resolve(outcome.value);
+      else members[i].reject(new Error(outcome?.ok === false ? outcome.error : "unexpected pipeline reply"));
+    }
+  }
+
+  failed(error: unknown): void {
+    this.#finish();
+    for (const member of this.#members) member.reject(error);
+  }
+
+  /** The request is over: nothing listens any more, and abandoned members learn it. */
+  #finish(): void {
+    this.#ended = true;
+    this.#end?.();
+    for (const member of this.#members) member.signal.removeEventListener("abort", this);
+  }
+
+  #landed(): Promise<void> {
+    this.#over ??= this.#ended ? Promise.resolve() : new Promise<void>((resolve) => (this.#end = resolve));
+    return this.#over;
+  }
 }

@@ -1,6 +1,6 @@
 // The RedlockNode over `@upstash/redis`: the only file that imports the client. It builds the client the
 // lock needs, batches the requests that start in the same turn, and runs scripts through evalScript.
-import { Redis } from "@upstash/redis/cloudflare";
+import { Redis, type Requester } from "@upstash/redis/cloudflare";
 import { Abandoned, batching, type Outcome, type Send, type Transport } from "./batch.ts";
 import type { NodeConfig, RedlockNode, ScriptClient } from "./node.ts";
 import { evalScript, type EvalCommand, type KeyLockingState } from "./run-script.ts";
@@ -82,20 +82,23 @@ function clientTransport(target: NodeConfig): Transport<EvalCommand> {
       nextSignal = undefined;
     }
   };
+  const request = clientRequest(client);
+  const pipelined = (commands: EvalCommand[]): Promise<unknown> => {
+    if (request) return request({ path: ["pipeline"], body: commands.map(bodyOf) });
+    const pipeline = client.pipeline();
+    for (const c of commands) {
+      if (c.kind === "evalsha") pipeline.evalsha(c.script, c.keys, c.args);
+      else pipeline.eval(c.script, c.keys, c.args);
+    }
+    return pipeline.exec({ keepErrors: true });
+  };
   return {
     one: (c, signal) =>
       withSignal(signal, () =>
         c.kind === "evalsha" ? client.evalsha(c.script, c.keys, c.args) : client.eval(c.script, c.keys, c.args),
       ),
     many: (commands, signal) =>
-      withSignal(signal, () => {
-        const pipeline = client.pipeline();
-        for (const c of commands) {
-          if (c.kind === "evalsha") pipeline.evalsha(c.script, c.keys, c.args);
-          else pipeline.eval(c.script, c.keys, c.args);
-        }
-        return pipeline.exec({ keepErrors: true });
-      }).then(toOutcomes, (error: unknown) => {
+      withSignal(signal, () => pipelined(commands)).then(toOutcomes, (error: unknown) => {
         // A reply that is JSON but not a list of results fails inside @upstash/redis with a TypeError.
         if (
           !signal.aborted &&
@@ -108,15 +111,52 @@ function clientTransport(target: NodeConfig): Transport<EvalCommand> {
   };
 }
 
-/** Per command: an error wherever the entry carries one (any value, as for a plain request), else its result. */
+/**
+ * The client's own HTTP request, as `Redis.use` hands it to a middleware: with it a pipeline request is
+ * one JSON body built from the batch's commands, without the ~200-method `Pipeline` and one `Command`
+ * object per member that `client.pipeline()` builds. Caught once, at construction: the middleware takes
+ * the request function of one probe command and answers it itself (nothing is sent), then lets every
+ * later request through. Undefined where the client does not start a request synchronously (then the
+ * transport uses `client.pipeline()`).
+ */
+function clientRequest(client: Redis): Requester["request"] | undefined {
+  if (typeof client.use !== "function") return undefined;
+  let request: Requester["request"] | undefined;
+  let probing = true;
+  client.use((req, next) => {
+    if (!probing) return next(req);
+    request = next;
+    return Promise.resolve({ result: "probe" });
+  });
+  void client.echo("probe").catch(() => undefined);
+  probing = false;
+  return request;
+}
+
+/** EVAL or EVALSHA as the REST API takes it: `["evalsha", sha, numkeys, ...keys, ...args]`. */
+function bodyOf(c: EvalCommand): (string | number)[] {
+  const body: (string | number)[] = [c.kind, c.script, c.keys.length];
+  for (const key of c.keys) body.push(key);
+  for (const arg of c.args) body.push(arg);
+  return body;
+}
+
+/**
+ * Per command: an error wherever the entry carries one (any value, as for a plain request), else its result.
+ * A reply that is not a list, or holds a null entry, fails the whole request (as `@upstash/redis` does).
+ */
 function toOutcomes(replies: unknown): Outcome[] {
   if (!Array.isArray(replies)) throw new Error("unexpected pipeline reply");
-  return replies.map((reply: { error?: unknown; result?: unknown } | null): Outcome => {
-    if (typeof reply !== "object" || reply === null) return { ok: false, error: "unexpected pipeline reply" };
-    return reply.error
-      ? { ok: false, error: typeof reply.error === "string" ? reply.error : "unexpected pipeline reply" }
-      : { ok: true, value: reply.result };
-  });
+  const outcomes: Outcome[] = new Array(replies.length);
+  for (let i = 0; i < replies.length; i++) {
+    const reply = replies[i] as { error?: unknown; result?: unknown } | null | undefined;
+    if (reply === null || reply === undefined) throw new Error("unexpected pipeline reply");
+    const { error, result } = reply;
+    outcomes[i] = error
+      ? { ok: false, error: typeof error === "string" ? error : "unexpected pipeline reply" }
+      : { ok: true, value: result };
+  }
+  return outcomes;
 }
 
 function isScriptClient(target: NodeConfig | ScriptClient): target is ScriptClient {

@@ -1,6 +1,6 @@
 // The rounds of one Redlock over its nodes: a script to every node at once, the quorum, and validity.
 import type { AttemptTally } from "../errors.ts";
-import { castVote, landed, runScript } from "../node/outcome.ts";
+import { castVote, landingOf, runScript } from "../node/outcome.ts";
 import type { RedlockNode } from "../node/node.ts";
 import type { ResolvedOptions } from "../options.ts";
 import type { Script } from "../scripts/script.ts";
@@ -113,9 +113,11 @@ export class Rounds {
    * nodeTimeout: a request a client cannot cancel (a user's `Redis` instance) may never end.
    */
   async landed(vote: Vote): Promise<void> {
+    const landing = landingOf(vote);
+    if (landing === undefined) return; // its reply is in: nothing of it can land any more
     const bound = this.clock.timeout(this.options.nodeTimeout);
     await Promise.race([
-      landed(vote),
+      landing,
       new Promise((resolve) => bound.signal.addEventListener("abort", resolve, { once: true })),
     ]);
     bound.clear();
