@@ -1,4 +1,5 @@
 // Per-node batching: the requests to one node that start in the same turn go out as one pipeline request.
+import { type AbortWatcher, unwatchAbort, watchAbort } from "../support/abort.ts";
 
 /** One command's outcome inside a pipeline reply. */
 export type Outcome = { ok: true; value: unknown } | { ok: false; error: string };
@@ -55,6 +56,8 @@ interface Member<C> {
   reject(reason: unknown): void;
   /** Stopped waiting (its signal aborted while its pipeline request ran). */
   stopped: boolean;
+  /** Its signal is followed as an announced abort (support/abort.ts), not by a listener. */
+  watched: boolean;
 }
 
 /**
@@ -75,7 +78,7 @@ export function batching<C>(transport: Transport<C>): Send<C> {
   return (command, signal) =>
     new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
-      const member: Member<C> = { command, signal, resolve, reject, stopped: false };
+      const member: Member<C> = { command, signal, resolve, reject, stopped: false, watched: false };
       if (open) return void open.push(member);
       const batch = [member];
       open = batch;
@@ -115,8 +118,10 @@ function send<C>(transport: Transport<C>, live: Member<C>[]): void {
   const commands: C[] = new Array(live.length);
   for (let i = 0; i < live.length; i++) {
     commands[i] = live[i].command;
-    // One listener object for the whole batch (not a closure per member): `handleEvent` finds who stopped.
-    live[i].signal.addEventListener("abort", request, { once: true });
+    // The lock's own requests announce their abort (no listener each); any other signal gets one listener
+    // object for the whole batch (not a closure per member): either way `stop` finds who stopped.
+    live[i].watched = watchAbort(live[i].signal, request);
+    if (!live[i].watched) live[i].signal.addEventListener("abort", request, { once: true });
   }
   transport.many(commands, request.controller.signal).then(
     (outcomes) => request.replied(outcomes),
@@ -128,7 +133,7 @@ function send<C>(transport: Transport<C>, live: Member<C>[]): void {
  * One pipeline request in flight and its members: each member stops waiting on its own signal, the
  * request is cut once none waits, and every member gets its own outcome.
  */
-class PipelineRequest<C> {
+class PipelineRequest<C> implements AbortWatcher {
   readonly controller = new AbortController();
   readonly #members: Member<C>[];
   #waiting: number;
@@ -142,10 +147,20 @@ class PipelineRequest<C> {
     this.#waiting = members.length;
   }
 
-  /** A member's signal aborted: it stops waiting; the last one to stop cuts the request. */
+  /** A member's signal aborted (announced): see {@link PipelineRequest.stop}. */
+  aborted(signal: AbortSignal): void {
+    this.stop(signal);
+  }
+
+  /** A member's signal aborted (its abort event). */
   handleEvent(event: Event): void {
+    this.stop(event.target as AbortSignal);
+  }
+
+  /** The members whose signal this is stop waiting; the last one to stop cuts the request. */
+  stop(signal: AbortSignal): void {
     for (const member of this.#members) {
-      if (member.signal !== event.target || member.stopped) continue;
+      if (member.signal !== signal || member.stopped) continue;
       member.stopped = true;
       if (--this.#waiting === 0) {
         this.controller.abort(new DOMException("every request of the batch stopped waiting", "AbortError"));
@@ -174,7 +189,10 @@ class PipelineRequest<C> {
   #finish(): void {
     this.#ended = true;
     this.#end?.();
-    for (const member of this.#members) member.signal.removeEventListener("abort", this);
+    for (const member of this.#members) {
+      if (member.watched) unwatchAbort(member.signal, this);
+      else member.signal.removeEventListener("abort", this);
+    }
   }
 
   #landed(): Promise<void> {

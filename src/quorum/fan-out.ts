@@ -1,6 +1,7 @@
 // One fan-out round over N nodes: every request at once, each with its own abort, decided early.
 import type { NodeVote, Vote } from "../scripts/vote.ts";
-import type { Clock } from "../support/clock.ts";
+import { announceAbort, announcingController, type AbortWatcher, unwatchAbort, watchAbort } from "../support/abort.ts";
+import type { Clock, Deadline } from "../support/clock.ts";
 
 /** How a round asks one node; must resolve (not reject) with the node's vote. */
 export type Ask = (node: number, signal: AbortSignal) => Promise<Vote>;
@@ -54,71 +55,113 @@ export interface Round {
  * ```
  */
 export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<Round> {
-  const { quorum, nodeTimeout, clock, signal: caller, decide: rule, cancelStragglers } = options;
-  const deadline = clock.timeout(nodeTimeout);
-  /** Per node, the abort of its request while it is out; undefined once it settled. */
-  const out: (AbortController | undefined)[] = new Array(count);
-  const votes: (Vote | undefined)[] = new Array(count);
-  const settled: Promise<Vote>[] = new Array(count);
-  let outstanding = count;
-  let granted = 0;
-  let denied = 0;
-  let errors = 0;
-  let decided = false;
-  let resolveRound: (round: Round) => void = () => {};
-  const round = new Promise<Round>((resolve) => (resolveRound = resolve));
+  return new Promise((resolve) => new FanOut(count, ask, options, resolve).start());
+}
 
-  const cutAll = (reason: unknown) => {
-    for (let node = 0; node < count; node++) out[node]?.abort(reason);
-  };
-  const onDeadline = () => cutAll(deadline.signal.reason);
-  const onCallerAbort = () => cutAll(caller?.reason);
-  const decide = () => {
-    decided = true;
-    caller?.removeEventListener("abort", onCallerAbort);
-    if (cancelStragglers) cutAll(new DOMException("round decided", "AbortError"));
-    const nodeVotes: NodeVote[] = new Array(count);
+/**
+ * The state of one round: its counters, each request's abort while it is out, and the round's deadline.
+ * It follows the deadline and the caller's signal itself (an announced abort, or one listener each).
+ */
+class FanOut implements AbortWatcher {
+  readonly #count: number;
+  readonly #ask: Ask;
+  readonly #options: RoundOptions;
+  readonly #resolve: (round: Round) => void;
+  readonly #deadline: Deadline;
+  /** Whether the deadline is followed as an announced abort (else by a listener). */
+  #watched = false;
+  /** Per node, the abort of its request while it is out; undefined once it settled. */
+  readonly #out: (AbortController | undefined)[];
+  readonly #votes: (Vote | undefined)[];
+  readonly #settled: Promise<Vote>[];
+  #outstanding: number;
+  #granted = 0;
+  #denied = 0;
+  #errors = 0;
+  #decided = false;
+
+  constructor(count: number, ask: Ask, options: RoundOptions, resolve: (round: Round) => void) {
+    this.#count = count;
+    this.#ask = ask;
+    this.#options = options;
+    this.#resolve = resolve;
+    this.#outstanding = count;
+    this.#out = new Array(count);
+    this.#votes = new Array(count);
+    this.#settled = new Array(count);
+    this.#deadline = options.clock.timeout(options.nodeTimeout);
+  }
+
+  start(): void {
+    const count = this.#count;
+    const caller = this.#options.signal;
+    for (let node = 0; node < count; node++) this.#out[node] = announcingController();
+    this.#watched = watchAbort(this.#deadline.signal, this);
+    if (!this.#watched) this.#deadline.signal.addEventListener("abort", this, { once: true });
+    if (caller?.aborted) this.#cutAll(caller.reason);
+    else caller?.addEventListener("abort", this, { once: true });
     for (let node = 0; node < count; node++) {
-      const vote = votes[node];
-      nodeVotes[node] = vote === undefined ? { outcome: "unanswered", node } : { ...vote, node };
+      let vote: Promise<Vote>;
+      try {
+        vote = Promise.resolve(this.#ask(node, (this.#out[node] as AbortController).signal));
+      } catch (error) {
+        vote = Promise.reject(error);
+      }
+      this.#settled[node] = vote.then(
+        (answer) => this.#counted(node, answer),
+        (error: unknown) => this.#counted(node, { outcome: "error", cause: String((error as Error)?.name ?? "error") }),
+      );
     }
-    resolveRound({ granted, denied, errors, votes: nodeVotes, settled });
-  };
-  const counted = (node: number, vote: Vote): Vote => {
-    out[node] = undefined;
-    if (--outstanding === 0) {
-      deadline.clear();
-      deadline.signal.removeEventListener("abort", onDeadline);
+  }
+
+  /** The deadline passed (announced). */
+  aborted(signal: AbortSignal): void {
+    this.#cutAll(signal.reason);
+  }
+
+  /** The deadline passed (a custom clock's signal), or the caller's signal aborted before the decision. */
+  handleEvent(event: Event): void {
+    this.#cutAll((event.target as AbortSignal).reason);
+  }
+
+  /** Cuts every request still out. */
+  #cutAll(reason: unknown): void {
+    for (let node = 0; node < this.#count; node++) {
+      const request = this.#out[node];
+      if (request) announceAbort(request, reason);
     }
-    if (decided) return vote;
-    votes[node] = vote;
-    if (vote.outcome === "granted") granted++;
-    else if (vote.outcome === "denied") denied++;
-    else errors++;
+  }
+
+  #counted(node: number, vote: Vote): Vote {
+    this.#out[node] = undefined;
+    if (--this.#outstanding === 0) {
+      this.#deadline.clear();
+      if (this.#watched) unwatchAbort(this.#deadline.signal, this);
+      else this.#deadline.signal.removeEventListener("abort", this);
+    }
+    if (this.#decided) return vote;
+    this.#votes[node] = vote;
+    if (vote.outcome === "granted") this.#granted++;
+    else if (vote.outcome === "denied") this.#denied++;
+    else this.#errors++;
+    const { quorum, decide: rule } = this.#options;
     const known =
       rule === "outcome"
-        ? granted >= quorum || denied + errors > count - quorum
-        : rule === "answered" && granted + denied >= quorum;
-    if (outstanding === 0 || known) decide();
+        ? this.#granted >= quorum || this.#denied + this.#errors > this.#count - quorum
+        : rule === "answered" && this.#granted + this.#denied >= quorum;
+    if (this.#outstanding === 0 || known) this.#decide();
     return vote;
-  };
-  const failed = (error: unknown): Vote => ({ outcome: "error", cause: String((error as Error)?.name ?? "error") });
-
-  for (let node = 0; node < count; node++) out[node] = new AbortController();
-  deadline.signal.addEventListener("abort", onDeadline, { once: true });
-  if (caller?.aborted) onCallerAbort();
-  else caller?.addEventListener("abort", onCallerAbort, { once: true });
-  for (let node = 0; node < count; node++) {
-    let vote: Promise<Vote>;
-    try {
-      vote = Promise.resolve(ask(node, (out[node] as AbortController).signal));
-    } catch (error) {
-      vote = Promise.reject(error);
-    }
-    settled[node] = vote.then(
-      (answer) => counted(node, answer),
-      (error: unknown) => counted(node, failed(error)),
-    );
   }
-  return round;
+
+  #decide(): void {
+    this.#decided = true;
+    this.#options.signal?.removeEventListener("abort", this);
+    if (this.#options.cancelStragglers) this.#cutAll(new DOMException("round decided", "AbortError"));
+    const votes: NodeVote[] = new Array(this.#count);
+    for (let node = 0; node < this.#count; node++) {
+      const vote = this.#votes[node];
+      votes[node] = vote === undefined ? { outcome: "unanswered", node } : { ...vote, node };
+    }
+    this.#resolve({ granted: this.#granted, denied: this.#denied, errors: this.#errors, votes, settled: this.#settled });
+  }
 }

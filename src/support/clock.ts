@@ -1,4 +1,5 @@
 // Time as the lock sees it; replaceable so the simulator can run on a virtual clock.
+import { announceAbort, announcingController } from "./abort.ts";
 
 /**
  * The time source of a {@link Redlock}. The default uses `performance.now()` (monotonic),
@@ -78,7 +79,10 @@ const closeGroup = () => {
 function fireGroup(group: TimerGroup): void {
   group.timer = undefined;
   const reason = new DOMException("node request timed out", "TimeoutError");
-  for (let i = 0; i < group.members.length; i++) group.members[i]?.abort(reason);
+  for (let i = 0; i < group.members.length; i++) {
+    const controller = group.members[i];
+    if (controller) announceAbort(controller, reason);
+  }
   group.members.length = 0;
 }
 
@@ -90,7 +94,8 @@ function fireGroup(group: TimerGroup): void {
  * timer is stopped once every deadline of the group is cleared. The group starts its timer when its
  * first deadline is made, so a later one of the same run fires at most the microseconds of that run
  * early, never late. A group never takes deadlines from a later turn (the next microtask closes it), so
- * on a Worker a timer never aborts another request's signals.
+ * on a Worker a timer never aborts another request's signals. The signals announce their abort
+ * (support/abort.ts), so the batcher follows them without a listener each.
  */
 function sharedTimeout(ms: number): Deadline {
   let group = openGroup;
@@ -103,7 +108,7 @@ function sharedTimeout(ms: number): Deadline {
   }
   const owner = group;
   const index = owner.members.length;
-  const controller = new AbortController();
+  const controller = announcingController();
   owner.members.push(controller);
   owner.live++;
   return {
