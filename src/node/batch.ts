@@ -1,5 +1,5 @@
 // Per-node batching: the requests to one node that start in the same turn go out as one pipeline request.
-import { type AbortWatcher, unwatchAbort, watchAbort } from "../support/abort.ts";
+import { unwatchAbort, watchAbort } from "../support/abort.ts";
 
 /** One command's outcome inside a pipeline reply. */
 export type Outcome = { ok: true; value: unknown } | { ok: false; error: string };
@@ -114,89 +114,56 @@ function send<C>(transport: Transport<C>, live: Member<C>[]): void {
     transport.one(member.command, member.signal).then(member.resolve, member.reject);
     return;
   }
-  const request = new PipelineRequest(live);
-  const commands: C[] = new Array(live.length);
-  for (let i = 0; i < live.length; i++) {
-    commands[i] = live[i].command;
-    // The lock's own requests announce their abort (no listener each); any other signal gets one listener
-    // object for the whole batch (not a closure per member): either way `stop` finds who stopped.
-    live[i].watched = watchAbort(live[i].signal, request);
-    if (!live[i].watched) live[i].signal.addEventListener("abort", request, { once: true });
-  }
-  transport.many(commands, request.controller.signal).then(
-    (outcomes) => request.replied(outcomes),
-    (error: unknown) => request.failed(error),
-  );
-}
-
-/**
- * One pipeline request in flight and its members: each member stops waiting on its own signal, the
- * request is cut once none waits, and every member gets its own outcome.
- */
-class PipelineRequest<C> implements AbortWatcher {
-  readonly controller = new AbortController();
-  readonly #members: Member<C>[];
-  #waiting: number;
+  const request = new AbortController();
+  let waiting = live.length;
+  let ended = false;
+  let end: (() => void) | undefined;
   /** Resolves once the request is over (replied, failed or cut): what an abandoned member waits for. */
-  #over: Promise<void> | undefined;
-  #end: (() => void) | undefined;
-  #ended = false;
-
-  constructor(members: Member<C>[]) {
-    this.#members = members;
-    this.#waiting = members.length;
-  }
-
-  /** A member's signal aborted (announced): see {@link PipelineRequest.stop}. */
-  aborted(signal: AbortSignal): void {
-    this.stop(signal);
-  }
-
-  /** A member's signal aborted (its abort event). */
-  handleEvent(event: Event): void {
-    this.stop(event.target as AbortSignal);
-  }
-
+  let over: Promise<void> | undefined;
+  const landed = () => (over ??= ended ? Promise.resolve() : new Promise<void>((resolve) => (end = resolve)));
   /** The members whose signal this is stop waiting; the last one to stop cuts the request. */
-  stop(signal: AbortSignal): void {
-    for (const member of this.#members) {
+  const stop = (signal: AbortSignal) => {
+    for (const member of live) {
       if (member.signal !== signal || member.stopped) continue;
       member.stopped = true;
-      if (--this.#waiting === 0) {
-        this.controller.abort(new DOMException("every request of the batch stopped waiting", "AbortError"));
+      if (--waiting === 0) {
+        request.abort(new DOMException("every request of the batch stopped waiting", "AbortError"));
         member.reject(member.signal.reason);
-      } else member.reject(new Abandoned(member.signal.reason, this.#landed())); // its command still runs with the others
+      } else member.reject(new Abandoned(member.signal.reason, landed())); // its command still runs with the others
     }
-  }
-
-  replied(outcomes: Outcome[]): void {
-    this.#finish();
-    const members = this.#members;
-    const whole = Array.isArray(outcomes) && outcomes.length === members.length;
-    for (let i = 0; i < members.length; i++) {
-      const outcome = whole ? outcomes[i] : undefined;
-      if (outcome?.ok === true) members[i].resolve(outcome.value);
-      else members[i].reject(new Error(outcome?.ok === false ? outcome.error : "unexpected pipeline reply"));
+  };
+  // The lock's own requests announce their abort (no listener each); any other signal gets this one
+  // listener object for the whole batch (not a closure per member).
+  const watcher = { aborted: stop, handleEvent: (event: Event) => stop(event.target as AbortSignal) };
+  /** The request is over: nothing follows the members' signals any more, and abandoned members learn it. */
+  const finish = () => {
+    ended = true;
+    end?.();
+    for (const member of live) {
+      if (member.watched) unwatchAbort(member.signal, watcher);
+      else member.signal.removeEventListener("abort", watcher);
     }
+  };
+  const commands: C[] = new Array(live.length);
+  for (let i = 0; i < live.length; i++) {
+    const member = live[i];
+    commands[i] = member.command;
+    member.watched = watchAbort(member.signal, watcher);
+    if (!member.watched) member.signal.addEventListener("abort", watcher, { once: true });
   }
-
-  failed(error: unknown): void {
-    this.#finish();
-    for (const member of this.#members) member.reject(error);
-  }
-
-  /** The request is over: nothing listens any more, and abandoned members learn it. */
-  #finish(): void {
-    this.#ended = true;
-    this.#end?.();
-    for (const member of this.#members) {
-      if (member.watched) unwatchAbort(member.signal, this);
-      else member.signal.removeEventListener("abort", this);
-    }
-  }
-
-  #landed(): Promise<void> {
-    this.#over ??= this.#ended ? Promise.resolve() : new Promise<void>((resolve) => (this.#end = resolve));
-    return this.#over;
-  }
+  transport.many(commands, request.signal).then(
+    (outcomes) => {
+      finish();
+      const whole = Array.isArray(outcomes) && outcomes.length === live.length;
+      for (let i = 0; i < live.length; i++) {
+        const outcome = whole ? outcomes[i] : undefined;
+        if (outcome?.ok === true) live[i].resolve(outcome.value);
+        else live[i].reject(new Error(outcome?.ok === false ? outcome.error : "unexpected pipeline reply"));
+      }
+    },
+    (error: unknown) => {
+      finish();
+      for (const member of live) member.reject(error);
+    },
+  );
 }

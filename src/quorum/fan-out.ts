@@ -1,7 +1,7 @@
 // One fan-out round over N nodes: every request at once, each with its own abort, decided early.
 import type { NodeVote, Vote } from "../scripts/vote.ts";
-import { announceAbort, announcingController, type AbortWatcher, unwatchAbort, watchAbort } from "../support/abort.ts";
-import type { Clock, Deadline } from "../support/clock.ts";
+import { announceAbort, announcingController, unwatchAbort, watchAbort } from "../support/abort.ts";
+import type { Clock } from "../support/clock.ts";
 
 /** How a round asks one node; must resolve (not reject) with the node's vote. */
 export type Ask = (node: number, signal: AbortSignal) => Promise<Vote>;
@@ -55,113 +55,78 @@ export interface Round {
  * ```
  */
 export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<Round> {
-  return new Promise((resolve) => new FanOut(count, ask, options, resolve).start());
-}
-
-/**
- * The state of one round: its counters, each request's abort while it is out, and the round's deadline.
- * It follows the deadline and the caller's signal itself (an announced abort, or one listener each).
- */
-class FanOut implements AbortWatcher {
-  readonly #count: number;
-  readonly #ask: Ask;
-  readonly #options: RoundOptions;
-  readonly #resolve: (round: Round) => void;
-  readonly #deadline: Deadline;
-  /** Whether the deadline is followed as an announced abort (else by a listener). */
-  #watched = false;
+  const { quorum, clock, signal: caller, decide: rule, cancelStragglers } = options;
+  const deadline = clock.timeout(options.nodeTimeout);
   /** Per node, the abort of its request while it is out; undefined once it settled. */
-  readonly #out: (AbortController | undefined)[];
-  readonly #votes: (Vote | undefined)[];
-  readonly #settled: Promise<Vote>[];
-  #outstanding: number;
-  #granted = 0;
-  #denied = 0;
-  #errors = 0;
-  #decided = false;
-
-  constructor(count: number, ask: Ask, options: RoundOptions, resolve: (round: Round) => void) {
-    this.#count = count;
-    this.#ask = ask;
-    this.#options = options;
-    this.#resolve = resolve;
-    this.#outstanding = count;
-    this.#out = new Array(count);
-    this.#votes = new Array(count);
-    this.#settled = new Array(count);
-    this.#deadline = options.clock.timeout(options.nodeTimeout);
-  }
-
-  start(): void {
-    const count = this.#count;
-    const caller = this.#options.signal;
-    for (let node = 0; node < count; node++) this.#out[node] = announcingController();
-    this.#watched = watchAbort(this.#deadline.signal, this);
-    if (!this.#watched) this.#deadline.signal.addEventListener("abort", this, { once: true });
-    if (caller?.aborted) this.#cutAll(caller.reason);
-    else caller?.addEventListener("abort", this, { once: true });
-    for (let node = 0; node < count; node++) {
-      let vote: Promise<Vote>;
-      try {
-        vote = Promise.resolve(this.#ask(node, (this.#out[node] as AbortController).signal));
-      } catch (error) {
-        vote = Promise.reject(error);
-      }
-      this.#settled[node] = vote.then(
-        (answer) => this.#counted(node, answer),
-        (error: unknown) => this.#counted(node, { outcome: "error", cause: String((error as Error)?.name ?? "error") }),
-      );
-    }
-  }
-
-  /** The deadline passed (announced). */
-  aborted(signal: AbortSignal): void {
-    this.#cutAll(signal.reason);
-  }
-
-  /** The deadline passed (a custom clock's signal), or the caller's signal aborted before the decision. */
-  handleEvent(event: Event): void {
-    this.#cutAll((event.target as AbortSignal).reason);
-  }
+  const out: (AbortController | undefined)[] = new Array(count);
+  const votes: (Vote | undefined)[] = new Array(count);
+  const settled: Promise<Vote>[] = new Array(count);
+  let outstanding = count;
+  let granted = 0;
+  let denied = 0;
+  let errors = 0;
+  let decided = false;
+  let resolveRound: (round: Round) => void = () => {};
 
   /** Cuts every request still out. */
-  #cutAll(reason: unknown): void {
-    for (let node = 0; node < this.#count; node++) {
-      const request = this.#out[node];
+  const cutAll = (reason: unknown) => {
+    for (let node = 0; node < count; node++) {
+      const request = out[node];
       if (request) announceAbort(request, reason);
     }
-  }
-
-  #counted(node: number, vote: Vote): Vote {
-    this.#out[node] = undefined;
-    if (--this.#outstanding === 0) {
-      this.#deadline.clear();
-      if (this.#watched) unwatchAbort(this.#deadline.signal, this);
-      else this.#deadline.signal.removeEventListener("abort", this);
+  };
+  // One object follows the deadline (an announced abort, or a custom clock's event) and the caller's signal.
+  const watcher = {
+    aborted: (signal: AbortSignal) => cutAll(signal.reason),
+    handleEvent: (event: Event) => cutAll((event.target as AbortSignal).reason),
+  };
+  const watched = watchAbort(deadline.signal, watcher);
+  const counted = (node: number, vote: Vote): Vote => {
+    out[node] = undefined;
+    if (--outstanding === 0) {
+      deadline.clear();
+      if (watched) unwatchAbort(deadline.signal, watcher);
+      else deadline.signal.removeEventListener("abort", watcher);
     }
-    if (this.#decided) return vote;
-    this.#votes[node] = vote;
-    if (vote.outcome === "granted") this.#granted++;
-    else if (vote.outcome === "denied") this.#denied++;
-    else this.#errors++;
-    const { quorum, decide: rule } = this.#options;
+    if (decided) return vote;
+    votes[node] = vote;
+    if (vote.outcome === "granted") granted++;
+    else if (vote.outcome === "denied") denied++;
+    else errors++;
     const known =
       rule === "outcome"
-        ? this.#granted >= quorum || this.#denied + this.#errors > this.#count - quorum
-        : rule === "answered" && this.#granted + this.#denied >= quorum;
-    if (this.#outstanding === 0 || known) this.#decide();
-    return vote;
-  }
-
-  #decide(): void {
-    this.#decided = true;
-    this.#options.signal?.removeEventListener("abort", this);
-    if (this.#options.cancelStragglers) this.#cutAll(new DOMException("round decided", "AbortError"));
-    const votes: NodeVote[] = new Array(this.#count);
-    for (let node = 0; node < this.#count; node++) {
-      const vote = this.#votes[node];
-      votes[node] = vote === undefined ? { outcome: "unanswered", node } : { ...vote, node };
+        ? granted >= quorum || denied + errors > count - quorum
+        : rule === "answered" && granted + denied >= quorum;
+    if (outstanding === 0 || known) {
+      decided = true;
+      caller?.removeEventListener("abort", watcher);
+      if (cancelStragglers) cutAll(new DOMException("round decided", "AbortError"));
+      const nodeVotes: NodeVote[] = new Array(count);
+      for (let i = 0; i < count; i++) {
+        const v = votes[i];
+        nodeVotes[i] = v === undefined ? { outcome: "unanswered", node: i } : { ...v, node: i };
+      }
+      resolveRound({ granted, denied, errors, votes: nodeVotes, settled });
     }
-    this.#resolve({ granted: this.#granted, denied: this.#denied, errors: this.#errors, votes, settled: this.#settled });
+    return vote;
+  };
+
+  const round = new Promise<Round>((resolve) => (resolveRound = resolve));
+  for (let node = 0; node < count; node++) out[node] = announcingController();
+  if (!watched) deadline.signal.addEventListener("abort", watcher, { once: true });
+  if (caller?.aborted) cutAll(caller.reason);
+  else caller?.addEventListener("abort", watcher, { once: true });
+  for (let node = 0; node < count; node++) {
+    let vote: Promise<Vote>;
+    try {
+      vote = Promise.resolve(ask(node, (out[node] as AbortController).signal));
+    } catch (error) {
+      vote = Promise.reject(error);
+    }
+    settled[node] = vote.then(
+      (answer) => counted(node, answer),
+      (error: unknown) => counted(node, { outcome: "error", cause: String((error as Error)?.name ?? "error") }),
+    );
   }
+  return round;
 }
