@@ -39,8 +39,10 @@ export async function castVote(
 const landings = new WeakMap<Vote, Promise<void>>();
 
 /**
- * When the request behind `vote` can no longer land, if it is not at once (see {@link landed}): only an
- * error vote of a request that stopped being waited for while it still ran has such a promise.
+ * When the request behind `vote` can no longer land on its node, if that is not at once: only an error vote
+ * of a request that stopped being waited for while it still ran (see {@link Abandoned}) has such a promise,
+ * which resolves once that request is over. Cleanups wait for it, so a release cannot overtake the request
+ * it undoes; for any other vote the reply is in (or the request was cut) and nothing of it can land later.
  * @example
  * ```ts
  * const later = landingOf(vote);
@@ -49,20 +51,6 @@ const landings = new WeakMap<Vote, Promise<void>>();
  */
 export function landingOf(vote: Vote): Promise<void> | undefined {
   return landings.get(vote);
-}
-
-/**
- * When the request behind `vote` can no longer land on its node: at once, except for an error vote of a
- * request that stopped being waited for while it still ran (see {@link Abandoned}): once it is over.
- * Cleanups wait for it, so a release cannot overtake the request it undoes.
- * @example
- * ```ts
- * const vote = await castVote(node, ACQUIRE, keys, args, signal);
- * await landed(vote);
- * ```
- */
-export function landed(vote: Vote): Promise<void> {
-  return landingOf(vote) ?? Promise.resolve();
 }
 
 /**
