@@ -56,8 +56,9 @@ export function upstashNode(target: NodeConfig | ScriptClient, options: UpstashN
       run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, { keyLocking }),
     };
   }
-  const transport = clientTransport(target);
-  const send: Send<EvalCommand> = batched ? batching(transport) : transport.one;
+  const { one, many } = clientTransport(target);
+  // Without the client's request function (see clientRequest) there is no pipeline body to build: one request each.
+  const send: Send<EvalCommand> = batched && many ? batching({ one, many }) : one;
   return {
     label: label ?? new URL(target.url).host,
     run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, { keyLocking }),
@@ -65,7 +66,7 @@ export function upstashNode(target: NodeConfig | ScriptClient, options: UpstashN
 }
 
 /** EVAL and EVALSHA over a client the library builds, each request under its own signal. */
-function clientTransport(target: NodeConfig): Transport<EvalCommand> {
+function clientTransport(target: NodeConfig): Pick<Transport<EvalCommand>, "one"> & Partial<Transport<EvalCommand>> {
   let nextSignal: AbortSignal | undefined;
   const client = new Redis({
     url: target.url,
@@ -83,31 +84,24 @@ function clientTransport(target: NodeConfig): Transport<EvalCommand> {
     }
   };
   const request = clientRequest(client);
-  const pipelined = (commands: EvalCommand[]): Promise<unknown> => {
-    if (request) return request({ path: ["pipeline"], body: commands.map(bodyOf) });
-    const pipeline = client.pipeline();
-    for (const c of commands) {
-      if (c.kind === "evalsha") pipeline.evalsha(c.script, c.keys, c.args);
-      else pipeline.eval(c.script, c.keys, c.args);
-    }
-    return pipeline.exec({ keepErrors: true });
-  };
   return {
     one: (c, signal) =>
       withSignal(signal, () =>
         c.kind === "evalsha" ? client.evalsha(c.script, c.keys, c.args) : client.eval(c.script, c.keys, c.args),
       ),
-    many: (commands, signal) =>
-      withSignal(signal, () => pipelined(commands)).then(toOutcomes, (error: unknown) => {
-        // A reply that is JSON but not a list of results fails inside @upstash/redis with a TypeError.
-        if (
-          !signal.aborted &&
-          error instanceof TypeError &&
-          /is not a function|Cannot read|Cannot destructure/.test(error.message)
-        )
-          throw new Error("unexpected pipeline reply");
-        throw error;
-      }),
+    many:
+      request &&
+      ((commands, signal) =>
+        withSignal(signal, () => request({ path: ["pipeline"], body: commands.map(bodyOf) })).then(
+          toOutcomes,
+          (error: unknown) => {
+            // A reply @upstash/redis cannot read (an error status with a body of `null`) fails inside it with a
+            // TypeError: for a pipeline that is an unexpected reply, as it always was.
+            if (!signal.aborted && error instanceof TypeError && /Cannot read|Cannot destructure/.test(error.message))
+              throw new Error("unexpected pipeline reply");
+            throw error;
+          },
+        )),
   };
 }
 
@@ -116,8 +110,8 @@ function clientTransport(target: NodeConfig): Transport<EvalCommand> {
  * one JSON body built from the batch's commands, without the ~200-method `Pipeline` and one `Command`
  * object per member that `client.pipeline()` builds. Caught once, at construction: the middleware takes
  * the request function of one probe command and answers it itself (nothing is sent), then lets every
- * later request through. Undefined where the client does not start a request synchronously (then the
- * transport uses `client.pipeline()`).
+ * later request through. Undefined where the client does not start a request synchronously (then each
+ * command goes out as a request of its own, as with `batching: false`).
  */
 function clientRequest(client: Redis): Requester["request"] | undefined {
   if (typeof client.use !== "function") return undefined;
