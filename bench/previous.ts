@@ -10,10 +10,11 @@ import { edgeRedlockImpl, type Impl, type ImplOptions } from "./impls.ts";
 import type { Redlock } from "./lib.ts";
 
 /**
- * The library as it was before the current work: d0ec5ee, the last main before src/ was laid out by
- * concern (issue 16). `EDGE_REDLOCK_PREVIOUS=<commit>` picks another (7a9cae8: before batching, issue 10).
+ * The library as it was before the current work: 0296f5b, main before the hot path's CPU work (issue 21).
+ * `EDGE_REDLOCK_PREVIOUS=<commit>` picks another (d0ec5ee: before src/ was laid out by concern, issue 16;
+ * 7a9cae8: before batching, issue 10).
  */
-export const PREVIOUS_COMMIT = process.env.EDGE_REDLOCK_PREVIOUS || "d0ec5ee";
+export const PREVIOUS_COMMIT = process.env.EDGE_REDLOCK_PREVIOUS || "0296f5b";
 
 /**
  * `edge-redlock-previous`, or a reason it cannot run here (no git, or a clone without that commit).

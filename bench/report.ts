@@ -10,6 +10,8 @@ export interface Result {
   releaseP50Ms?: number;
   releaseP99Ms?: number;
   cpuUsPerCycle?: number;
+  /** cpu-in-process: client CPU µs for one cycle of 20 locks (acquired with Promise.all, then released). */
+  cpuUsPer20Locks?: number;
   opsPerSec?: number;
   idleGapP50Ms?: number;
   idleGapP99Ms?: number;
@@ -49,6 +51,7 @@ export type Results = Record<string, Record<string, Result>>;
 export function metricOf(scenario: string, r: Result): number | undefined {
   if (scenario === "contention" || scenario === "throughput") return r.opsPerSec;
   if (scenario === "wan") return r.acquireP50Ms;
+  if (scenario === "cpu-in-process") return r.cpuUsPerCycle;
   return r.p50Ms;
 }
 
@@ -78,6 +81,7 @@ const COLUMNS: [string, keyof Result][] = [
   ["release p99", "releaseP99Ms"],
   ["ops/s", "opsPerSec"],
   ["cpu µs/cycle", "cpuUsPerCycle"],
+  ["cpu µs/20 locks", "cpuUsPer20Locks"],
   ["gap p50", "idleGapP50Ms"],
   ["gap p99", "idleGapP99Ms"],
   ["cmds/grant", "requestsPerGrant"],
@@ -116,6 +120,9 @@ const CAPTIONS: Record<string, string> = {
     "contention-steady: 16 clients loop acquire (maxWait 3 s, ttl 2 s) → hold 50 ms → release; limit = 1 / (hold + 2 RTT); p99 bound = 1.3 × 15 × (hold + 2 RTT)",
   throughput: "throughput: 32 concurrent acquire+release cycles on distinct keys; ops/s = cycles/s",
   "many-locks": "many-locks: 20 distinct keys acquired with Promise.all, then released; one cycle = all 20 (p50/p99 = the cycle)",
+  "cpu-in-process":
+    "cpu-in-process: the client's CPU alone, fetch answered in-process; cpu µs/cycle = one lock's acquire+release, " +
+    "cpu µs/20 locks = 20 acquired with Promise.all, then released (× on one lock)",
   wan: "wan: one-way 2/12/40/75/120 ms ±20 %, 1 % +200 ms; × on acquire p50; physical-limit = 3rd-fastest PING round trip",
 };
 

@@ -6,6 +6,7 @@ import { cpus, totalmem } from "node:os";
 import { Redis as IORedis } from "ioredis";
 import { spawnCluster } from "../dev/cluster-process.ts";
 import { bridgesOf } from "./bridges.ts";
+import { cpuInProcess } from "./cpu.ts";
 import { edgeRedlockImpl, floorImpl, nodeRedlockImpl, redisSemaphoreImpl, upstashLockImpl, type Impl, type ImplOptions } from "./impls.ts";
 import { previousImpl } from "./previous.ts";
 import { addRatios, render, type Result, type Results } from "./report.ts";
@@ -18,8 +19,8 @@ const quick = process.argv.includes("--quick");
 /** `--only=healthy,hung-node`: run just those scenarios (while working on one; the README's table is from a whole run). */
 const only = process.argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length).split(",");
 const SIZE = quick
-  ? { healthy: 60, slow: 12, hung: 5, contentionMs: 2_000, throughputMs: 2_000, manyLocks: 10, wanRounds: 2, wanCycles: 15 }
-  : { healthy: 600, slow: 60, hung: 15, contentionMs: 12_000, throughputMs: 8_000, manyLocks: 60, wanRounds: 4, wanCycles: 50 };
+  ? { healthy: 60, slow: 12, hung: 5, contentionMs: 2_000, throughputMs: 2_000, manyLocks: 10, wanRounds: 2, wanCycles: 15, cpuCycles: 2_000 }
+  : { healthy: 600, slow: 60, hung: 15, contentionMs: 12_000, throughputMs: 8_000, manyLocks: 60, wanRounds: 4, wanCycles: 50, cpuCycles: 8_000 };
 /** Locks taken at once in the many-locks scenario. */
 const MANY = 20;
 const TTL = 10_000;
@@ -265,7 +266,9 @@ async function manyLocks(impl: Impl): Promise<void> {
   for (let w = 0; w < 3; w++) await Promise.all((await Promise.all(all(`warm${w}`).map((key) => impl.acquire(key, TTL)))).map((h) => h.release()));
   const cycles: number[] = [];
   const acquires: number[] = [];
+  let cpuUs = 0;
   const { received } = await countingRequests(impl, async () => {
+    const before = process.cpuUsage();
     for (let c = 0; c < SIZE.manyLocks; c++) {
       const t = performance.now();
       const held = await Promise.all(all(String(c)).map((key) => impl.acquire(key, TTL)));
@@ -273,13 +276,22 @@ async function manyLocks(impl: Impl): Promise<void> {
       await Promise.all(held.map((h) => h.release()));
       cycles.push(performance.now() - t);
     }
+    const used = process.cpuUsage(before);
+    cpuUs = used.user + used.system;
   });
   record("many-locks", impl.name, {
     acquireP50Ms: percentile(acquires, 50),
     p50Ms: percentile(cycles, 50),
     p99Ms: percentile(cycles, 99),
+    cpuUsPerCycle: cpuUs / cycles.length,
     ...(received === undefined ? {} : { requestsPerCycle: received / cycles.length }),
   });
+}
+
+/** The client's own CPU for one lock and for 20, fetch answered in-process (bench/cpu.ts): last, nothing else in flight. */
+async function cpuScenario(): Promise<void> {
+  for (const [impl, f] of await cpuInProcess(OPTIONS, SIZE.cpuCycles))
+    record("cpu-in-process", impl, { cpuUsPerCycle: f.oneLockUs, cpuUsPer20Locks: f.twentyLocksUs });
 }
 
 /**
@@ -393,6 +405,7 @@ try {
     for (const impl of [...impls.slice(0, 1), floorBatched, ...impls.slice(1)]) await manyLocks(impl);
   });
   await timed("wan", () => wan([roundTripImpl(nodes), byName("floor"), byName("edge-redlock"), byName("node-redlock"), byName("upstash-lock"), byName("redis-semaphore")]));
+  await timed("cpu-in-process", cpuScenario);
 } finally {
   await Promise.all([...impls, tuned, floorBatched].map((impl) => impl.close()));
   for (const r of direct) r.disconnect();

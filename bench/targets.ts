@@ -32,6 +32,14 @@ export function verdicts(results: Results): Verdict[] {
   check("healthy: p50 ÷ previous version's p50 (A/B, same rounds)", ratio(edge("healthy")?.p50Ms, at("healthy", "edge-redlock-previous")?.p50Ms), 1.0);
   check("WAN: acquire p50 ÷ 3rd-fastest round trip p50", ratio(edge("wan")?.acquireP50Ms, at("wan", "physical-limit")?.acquireP50Ms), 1.05);
   check("WAN: acquire p99 ÷ floor acquire p99", ratio(edge("wan")?.acquireP99Ms, at("wan", "floor")?.acquireP99Ms), 1.1);
+  // Issue 21: the library's own cost against the floor.
+  check("throughput: cycles/s ÷ floor-batched's", ratio(edge("throughput")?.opsPerSec, at("throughput", "floor-batched")?.opsPerSec), 0.9, false);
+  check("in-process CPU, 1 lock: ÷ floor", ratio(edge("cpu-in-process")?.cpuUsPerCycle, at("cpu-in-process", "floor")?.cpuUsPerCycle), 1.1);
+  check(
+    "in-process CPU, 20 locks: ÷ floor-batched",
+    ratio(edge("cpu-in-process")?.cpuUsPer20Locks, at("cpu-in-process", "floor-batched")?.cpuUsPer20Locks),
+    1.1,
+  );
   // Earlier targets (README, Performance).
   check("CPU per healthy cycle ÷ floor", ratio(edge("healthy")?.cpuUsPerCycle, at("healthy", "floor")?.cpuUsPerCycle), 1.1);
   check("slow minority: acquire p50 ÷ healthy acquire p50 of the same rounds", ratio(edge("slow-minority")?.p50Ms, edge("slow-minority")?.healthyAcquireP50Ms), 1.25);

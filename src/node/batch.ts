@@ -1,4 +1,5 @@
 // Per-node batching: the requests to one node that start in the same turn go out as one pipeline request.
+import { unwatchAbort, watchAbort } from "../support/abort.ts";
 
 /** One command's outcome inside a pipeline reply. */
 export type Outcome = { ok: true; value: unknown } | { ok: false; error: string };
@@ -53,6 +54,10 @@ interface Member<C> {
   signal: AbortSignal;
   resolve(value: unknown): void;
   reject(reason: unknown): void;
+  /** Stopped waiting (its signal aborted while its pipeline request ran). */
+  stopped: boolean;
+  /** Its signal is followed as an announced abort (support/abort.ts), not by a listener. */
+  watched: boolean;
 }
 
 /**
@@ -73,7 +78,7 @@ export function batching<C>(transport: Transport<C>): Send<C> {
   return (command, signal) =>
     new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
-      const member = { command, signal, resolve, reject };
+      const member: Member<C> = { command, signal, resolve, reject, stopped: false, watched: false };
       if (open) return void open.push(member);
       const batch = [member];
       open = batch;
@@ -110,38 +115,55 @@ function send<C>(transport: Transport<C>, live: Member<C>[]): void {
     return;
   }
   const request = new AbortController();
-  let end: () => void = () => {};
-  const over = new Promise<void>((resolve) => (end = resolve));
   let waiting = live.length;
-  const detach = live.map((member) => {
-    const stop = () => {
+  let ended = false;
+  let end: (() => void) | undefined;
+  /** Resolves once the request is over (replied, failed or cut): what an abandoned member waits for. */
+  let over: Promise<void> | undefined;
+  const landed = () => (over ??= ended ? Promise.resolve() : new Promise<void>((resolve) => (end = resolve)));
+  /** The members whose signal this is stop waiting; the last one to stop cuts the request. */
+  const stop = (signal: AbortSignal) => {
+    for (const member of live) {
+      if (member.signal !== signal || member.stopped) continue;
+      member.stopped = true;
       if (--waiting === 0) {
         request.abort(new DOMException("every request of the batch stopped waiting", "AbortError"));
         member.reject(member.signal.reason);
-      } else member.reject(new Abandoned(member.signal.reason, over)); // its command still runs with the others
-    };
-    member.signal.addEventListener("abort", stop, { once: true });
-    return () => member.signal.removeEventListener("abort", stop);
-  });
-  transport
-    .many(
-      live.map((member) => member.command),
-      request.signal,
-    )
-    .finally(end)
-    .then(
-      (outcomes) => {
-        for (const undo of detach) undo();
-        const whole = Array.isArray(outcomes) && outcomes.length === live.length;
-        live.forEach((member, i) => {
-          const outcome = whole ? outcomes[i] : undefined;
-          if (outcome?.ok === true) member.resolve(outcome.value);
-          else member.reject(new Error(outcome?.ok === false ? outcome.error : "unexpected pipeline reply"));
-        });
-      },
-      (error: unknown) => {
-        for (const undo of detach) undo();
-        for (const member of live) member.reject(error);
-      },
-    );
+      } else member.reject(new Abandoned(member.signal.reason, landed())); // its command still runs with the others
+    }
+  };
+  // The lock's own requests announce their abort (no listener each); any other signal gets this one
+  // listener object for the whole batch (not a closure per member).
+  const watcher = { aborted: stop, handleEvent: (event: Event) => stop(event.target as AbortSignal) };
+  /** The request is over: nothing follows the members' signals any more, and abandoned members learn it. */
+  const finish = () => {
+    ended = true;
+    end?.();
+    for (const member of live) {
+      if (member.watched) unwatchAbort(member.signal, watcher);
+      else member.signal.removeEventListener("abort", watcher);
+    }
+  };
+  const commands: C[] = new Array(live.length);
+  for (let i = 0; i < live.length; i++) {
+    const member = live[i];
+    commands[i] = member.command;
+    member.watched = watchAbort(member.signal, watcher);
+    if (!member.watched) member.signal.addEventListener("abort", watcher, { once: true });
+  }
+  transport.many(commands, request.signal).then(
+    (outcomes) => {
+      finish();
+      const whole = Array.isArray(outcomes) && outcomes.length === live.length;
+      for (let i = 0; i < live.length; i++) {
+        const outcome = whole ? outcomes[i] : undefined;
+        if (outcome?.ok === true) live[i].resolve(outcome.value);
+        else live[i].reject(new Error(outcome?.ok === false ? outcome.error : "unexpected pipeline reply"));
+      }
+    },
+    (error: unknown) => {
+      finish();
+      for (const member of live) member.reject(error);
+    },
+  );
 }

@@ -17,28 +17,41 @@ import { failureText } from "./warn.ts";
  * const vote = await castVote(node, ACQUIRE, ["k"], [value, "10000"], signal, [token]);
  * ```
  */
-export async function castVote(...request: Parameters<typeof runScript>): Promise<Vote> {
-  const outcome = await runScript(...request);
-  if (outcome.ok) return request[1].vote(outcome.reply);
-  const vote: Vote = { outcome: "error", cause: outcome.cause };
-  if (outcome.landed) landings.set(vote, outcome.landed);
-  return vote;
+export async function castVote(
+  node: RedlockNode,
+  script: Script,
+  keys: string[],
+  args: string[],
+  signal: AbortSignal,
+  secrets: readonly string[] = [],
+): Promise<Vote> {
+  // One async frame per vote: the reply is read here, not through runScript's { ok, reply } record.
+  let reply: unknown;
+  try {
+    reply = await node.run(script, keys, args, signal);
+  } catch (error) {
+    const vote: Vote = { outcome: "error", cause: describeFailure(error, signal, [...args, ...secrets]) };
+    if (error instanceof Abandoned) landings.set(vote, error.landed);
+    return vote;
+  }
+  return script.vote(reply);
 }
 
 const landings = new WeakMap<Vote, Promise<void>>();
 
 /**
- * When the request behind `vote` can no longer land on its node: at once, except for an error vote of a
- * request that stopped being waited for while it still ran (see {@link Abandoned}): once it is over.
- * Cleanups wait for it, so a release cannot overtake the request it undoes.
+ * When the request behind `vote` can no longer land on its node, if that is not at once: only an error vote
+ * of a request that stopped being waited for while it still ran (see {@link Abandoned}) has such a promise,
+ * which resolves once that request is over. Cleanups wait for it, so a release cannot overtake the request
+ * it undoes; for any other vote the reply is in (or the request was cut) and nothing of it can land later.
  * @example
  * ```ts
- * const vote = await castVote(node, ACQUIRE, keys, args, signal);
- * await landed(vote);
+ * const later = landingOf(vote);
+ * if (later) await later;
  * ```
  */
-export function landed(vote: Vote): Promise<void> {
-  return landings.get(vote) ?? Promise.resolve();
+export function landingOf(vote: Vote): Promise<void> | undefined {
+  return landings.get(vote);
 }
 
 /**

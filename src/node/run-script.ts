@@ -18,6 +18,9 @@ export interface KeyLockingState {
   accepted: boolean;
 }
 
+/** Each script's SHA-1 once known, so a request does not wait a microtask for a resolved promise. */
+const shas = new Map<string, string>();
+
 /**
  * Runs `script`: EVALSHA first (unless `evalsha` is false), EVAL once when the database does not know the
  * script yet, and the script without the key-locking flag, from then on, when the database rejects the
@@ -39,8 +42,13 @@ export async function evalScript(
   const flagged = how.keyLocking.accepted;
   const lua = flagged ? script.lua : withoutKeyLocking(script.lua);
   if (how.evalsha !== false) {
+    let sha = shas.get(lua);
+    if (sha === undefined) {
+      sha = await scriptSha(lua);
+      shas.set(lua, sha);
+    }
     try {
-      return await send({ kind: "evalsha", script: await scriptSha(lua), keys, args }, signal);
+      return await send({ kind: "evalsha", script: sha, keys, args }, signal);
     } catch (error) {
       if (!errorText(error).startsWith("NOSCRIPT")) throw error;
     }

@@ -1,6 +1,6 @@
 // The RedlockNode over `@upstash/redis`: the only file that imports the client. It builds the client the
 // lock needs, batches the requests that start in the same turn, and runs scripts through evalScript.
-import { Redis } from "@upstash/redis/cloudflare";
+import { Redis, type Requester } from "@upstash/redis/cloudflare";
 import { Abandoned, batching, type Outcome, type Send, type Transport } from "./batch.ts";
 import type { NodeConfig, RedlockNode, ScriptClient } from "./node.ts";
 import { evalScript, type EvalCommand, type KeyLockingState } from "./run-script.ts";
@@ -56,8 +56,9 @@ export function upstashNode(target: NodeConfig | ScriptClient, options: UpstashN
       run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, { keyLocking }),
     };
   }
-  const transport = clientTransport(target);
-  const send: Send<EvalCommand> = batched ? batching(transport) : transport.one;
+  const { one, many } = clientTransport(target);
+  // Without the client's request function (see clientRequest) there is no pipeline body to build: one request each.
+  const send: Send<EvalCommand> = batched && many ? batching({ one, many }) : one;
   return {
     label: label ?? new URL(target.url).host,
     run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, { keyLocking }),
@@ -65,7 +66,7 @@ export function upstashNode(target: NodeConfig | ScriptClient, options: UpstashN
 }
 
 /** EVAL and EVALSHA over a client the library builds, each request under its own signal. */
-function clientTransport(target: NodeConfig): Transport<EvalCommand> {
+function clientTransport(target: NodeConfig): Pick<Transport<EvalCommand>, "one"> & Partial<Transport<EvalCommand>> {
   let nextSignal: AbortSignal | undefined;
   const client = new Redis({
     url: target.url,
@@ -82,41 +83,74 @@ function clientTransport(target: NodeConfig): Transport<EvalCommand> {
       nextSignal = undefined;
     }
   };
+  const request = clientRequest(client);
   return {
     one: (c, signal) =>
       withSignal(signal, () =>
         c.kind === "evalsha" ? client.evalsha(c.script, c.keys, c.args) : client.eval(c.script, c.keys, c.args),
       ),
-    many: (commands, signal) =>
-      withSignal(signal, () => {
-        const pipeline = client.pipeline();
-        for (const c of commands) {
-          if (c.kind === "evalsha") pipeline.evalsha(c.script, c.keys, c.args);
-          else pipeline.eval(c.script, c.keys, c.args);
-        }
-        return pipeline.exec({ keepErrors: true });
-      }).then(toOutcomes, (error: unknown) => {
-        // A reply that is JSON but not a list of results fails inside @upstash/redis with a TypeError.
-        if (
-          !signal.aborted &&
-          error instanceof TypeError &&
-          /is not a function|Cannot read|Cannot destructure/.test(error.message)
-        )
-          throw new Error("unexpected pipeline reply");
-        throw error;
-      }),
+    many:
+      request &&
+      ((commands, signal) =>
+        withSignal(signal, () => request({ path: ["pipeline"], body: commands.map(bodyOf) })).then(
+          toOutcomes,
+          (error: unknown) => {
+            // A reply @upstash/redis cannot read (an error status with a body of `null`) fails inside it with a
+            // TypeError: for a pipeline that is an unexpected reply, as it always was.
+            if (!signal.aborted && error instanceof TypeError && /Cannot read|Cannot destructure/.test(error.message))
+              throw new Error("unexpected pipeline reply");
+            throw error;
+          },
+        )),
   };
 }
 
-/** Per command: an error wherever the entry carries one (any value, as for a plain request), else its result. */
+/**
+ * The client's own HTTP request, as `Redis.use` hands it to a middleware: with it a pipeline request is
+ * one JSON body built from the batch's commands, without the ~200-method `Pipeline` and one `Command`
+ * object per member that `client.pipeline()` builds. Caught once, at construction: the middleware takes
+ * the request function of one probe command and answers it itself (nothing is sent), then lets every
+ * later request through. Undefined where the client does not start a request synchronously (then each
+ * command goes out as a request of its own, as with `batching: false`).
+ */
+function clientRequest(client: Redis): Requester["request"] | undefined {
+  if (typeof client.use !== "function") return undefined;
+  let request: Requester["request"] | undefined;
+  let probing = true;
+  client.use((req, next) => {
+    if (!probing) return next(req);
+    request = next;
+    return Promise.resolve({ result: "probe" });
+  });
+  void client.echo("probe").catch(() => undefined);
+  probing = false;
+  return request;
+}
+
+/** EVAL or EVALSHA as the REST API takes it: `["evalsha", sha, numkeys, ...keys, ...args]`. */
+function bodyOf(c: EvalCommand): (string | number)[] {
+  const body: (string | number)[] = [c.kind, c.script, c.keys.length];
+  for (const key of c.keys) body.push(key);
+  for (const arg of c.args) body.push(arg);
+  return body;
+}
+
+/**
+ * Per command: an error wherever the entry carries one (any value, as for a plain request), else its result.
+ * A reply that is not a list, or holds a null entry, fails the whole request (as `@upstash/redis` does).
+ */
 function toOutcomes(replies: unknown): Outcome[] {
   if (!Array.isArray(replies)) throw new Error("unexpected pipeline reply");
-  return replies.map((reply: { error?: unknown; result?: unknown } | null): Outcome => {
-    if (typeof reply !== "object" || reply === null) return { ok: false, error: "unexpected pipeline reply" };
-    return reply.error
-      ? { ok: false, error: typeof reply.error === "string" ? reply.error : "unexpected pipeline reply" }
-      : { ok: true, value: reply.result };
-  });
+  const outcomes: Outcome[] = new Array(replies.length);
+  for (let i = 0; i < replies.length; i++) {
+    const reply = replies[i] as { error?: unknown; result?: unknown } | null | undefined;
+    if (reply === null || reply === undefined) throw new Error("unexpected pipeline reply");
+    const { error, result } = reply;
+    outcomes[i] = error
+      ? { ok: false, error: typeof error === "string" ? error : "unexpected pipeline reply" }
+      : { ok: true, value: result };
+  }
+  return outcomes;
 }
 
 function isScriptClient(target: NodeConfig | ScriptClient): target is ScriptClient {

@@ -1,6 +1,7 @@
-// One fan-out round over N nodes: every request at once, each with its own timeout, decided early.
+// One fan-out round over N nodes: every request at once, each with its own abort, decided early.
 import type { NodeVote, Vote } from "../scripts/vote.ts";
-import { anySignal, type Clock } from "../support/clock.ts";
+import { announceAbort, announcingController, unwatchAbort, watchAbort } from "../support/abort.ts";
+import type { Clock } from "../support/clock.ts";
 
 /** How a round asks one node; must resolve (not reject) with the node's vote. */
 export type Ask = (node: number, signal: AbortSignal) => Promise<Vote>;
@@ -41,6 +42,11 @@ export interface Round {
 /**
  * Sends `ask` to all `count` nodes at once and resolves when the round is decided (see
  * {@link RoundOptions.decide}); the requests still out run on unless `cancelStragglers`.
+ *
+ * Each request has an abort signal of its own, aborted only while the request is still out: by the
+ * round's deadline (nodeTimeout from the start, the same instant for every request of the round, so one
+ * timer serves them all), by the caller's signal before the decision, or by the decision itself with
+ * `cancelStragglers`. A request that has settled is never aborted afterwards.
  * @example
  * ```ts
  * const ask = (i: number, signal: AbortSignal) => castVote(nodes[i], ACQUIRE, keys, args, signal);
@@ -49,56 +55,78 @@ export interface Round {
  * ```
  */
 export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<Round> {
-  const { quorum, nodeTimeout, clock, decide: rule, cancelStragglers } = options;
-  // Cut by the caller's signal until the round is decided, or by the decision itself (cancelStragglers).
-  // Without either, each request has its deadline alone: no combined signal (AbortSignal.any) per request.
-  const cut = options.signal || cancelStragglers ? new AbortController() : undefined;
-  const onCallerAbort = () => cut?.abort(options.signal?.reason);
-  if (options.signal?.aborted) onCallerAbort();
-  else options.signal?.addEventListener("abort", onCallerAbort, { once: true });
-  const votes: (Vote | undefined)[] = new Array(count).fill(undefined);
+  const { quorum, clock, signal: caller, decide: rule, cancelStragglers } = options;
+  const deadline = clock.timeout(options.nodeTimeout);
+  /** Per node, the abort of its request while it is out; undefined once it settled. */
+  const out: (AbortController | undefined)[] = new Array(count);
+  const votes: (Vote | undefined)[] = new Array(count);
+  const settled: Promise<Vote>[] = new Array(count);
+  let outstanding = count;
   let granted = 0;
   let denied = 0;
   let errors = 0;
   let decided = false;
+  let resolveRound: (round: Round) => void = () => {};
 
-  return new Promise((resolve) => {
-    const decide = () => {
+  /** Cuts every request still out. */
+  const cutAll = (reason: unknown) => {
+    for (let node = 0; node < count; node++) {
+      const request = out[node];
+      if (request) announceAbort(request, reason);
+    }
+  };
+  // One object follows the deadline (an announced abort, or a custom clock's event) and the caller's signal.
+  const watcher = {
+    aborted: (signal: AbortSignal) => cutAll(signal.reason),
+    handleEvent: (event: Event) => cutAll((event.target as AbortSignal).reason),
+  };
+  const watched = watchAbort(deadline.signal, watcher);
+  const counted = (node: number, vote: Vote): Vote => {
+    out[node] = undefined;
+    if (--outstanding === 0) {
+      deadline.clear();
+      if (watched) unwatchAbort(deadline.signal, watcher);
+      else deadline.signal.removeEventListener("abort", watcher);
+    }
+    if (decided) return vote;
+    votes[node] = vote;
+    if (vote.outcome === "granted") granted++;
+    else if (vote.outcome === "denied") denied++;
+    else errors++;
+    const known =
+      rule === "outcome"
+        ? granted >= quorum || denied + errors > count - quorum
+        : rule === "answered" && granted + denied >= quorum;
+    if (outstanding === 0 || known) {
       decided = true;
-      options.signal?.removeEventListener("abort", onCallerAbort);
-      if (cancelStragglers) cut?.abort(new DOMException("round decided", "AbortError"));
-      resolve({
-        granted,
-        denied,
-        errors,
-        votes: votes.map((vote, node) => ({ ...(vote ?? { outcome: "unanswered" as const }), node })),
-        settled,
-      });
-    };
-    const tally = (vote: Vote) => {
-      if (vote.outcome === "granted") granted++;
-      else if (vote.outcome === "denied") denied++;
-      else errors++;
-    };
-    const settled = Array.from({ length: count }, (_, node) => {
-      const deadline = clock.timeout(nodeTimeout);
-      const signal = cut ? anySignal([deadline.signal, cut.signal]) : deadline.signal;
-      return Promise.resolve()
-        .then(() => ask(node, signal))
-        .catch((error: unknown): Vote => ({ outcome: "error", cause: String((error as Error)?.name ?? "error") }))
-        .then((vote) => {
-          deadline.clear();
-          if (decided) return vote;
-          votes[node] = vote;
-          tally(vote);
-          const finished = granted + denied + errors === count;
-          const known =
-            rule === "outcome"
-              ? granted >= quorum || denied + errors > count - quorum
-              : rule === "answered" && granted + denied >= quorum;
-          if (finished || known) decide();
-          return vote;
-        });
-    });
-  });
+      caller?.removeEventListener("abort", watcher);
+      if (cancelStragglers) cutAll(new DOMException("round decided", "AbortError"));
+      const nodeVotes: NodeVote[] = new Array(count);
+      for (let i = 0; i < count; i++) {
+        const v = votes[i];
+        nodeVotes[i] = v === undefined ? { outcome: "unanswered", node: i } : { ...v, node: i };
+      }
+      resolveRound({ granted, denied, errors, votes: nodeVotes, settled });
+    }
+    return vote;
+  };
+
+  const round = new Promise<Round>((resolve) => (resolveRound = resolve));
+  for (let node = 0; node < count; node++) out[node] = announcingController();
+  if (!watched) deadline.signal.addEventListener("abort", watcher, { once: true });
+  if (caller?.aborted) cutAll(caller.reason);
+  else caller?.addEventListener("abort", watcher, { once: true });
+  for (let node = 0; node < count; node++) {
+    let vote: Promise<Vote>;
+    try {
+      vote = Promise.resolve(ask(node, (out[node] as AbortController).signal));
+    } catch (error) {
+      vote = Promise.reject(error);
+    }
+    settled[node] = vote.then(
+      (answer) => counted(node, answer),
+      (error: unknown) => counted(node, { outcome: "error", cause: String((error as Error)?.name ?? "error") }),
+    );
+  }
+  return round;
 }

@@ -1,12 +1,12 @@
 // The rounds of one Redlock over its nodes: a script to every node at once, the quorum, and validity.
 import type { AttemptTally } from "../errors.ts";
-import { castVote, landed, runScript } from "../node/outcome.ts";
+import { castVote, landingOf, runScript } from "../node/outcome.ts";
 import type { RedlockNode } from "../node/node.ts";
 import type { ResolvedOptions } from "../options.ts";
 import type { Script } from "../scripts/script.ts";
 import type { Vote } from "../scripts/vote.ts";
 import type { Clock } from "../support/clock.ts";
-import { randomValue } from "../support/random.ts";
+import { pooledValue } from "../support/random.ts";
 import { fanOut, type Round, type RoundOptions } from "./fan-out.ts";
 import { driftAllowance, quorumOf } from "./rules.ts";
 
@@ -83,7 +83,7 @@ export class Rounds {
 
   /** One grant round: a fresh random value, `script` to every node, decided as soon as the outcome is known. */
   async grant(script: Script, keys: string[], args: (value: string) => string[], signal?: AbortSignal): Promise<Grant> {
-    const value = randomValue();
+    const value = pooledValue();
     const start = this.clock.now();
     const round = await this.round(script, keys, args(value), { signal, decide: "outcome", cancelStragglers: false });
     return { value, start, round };
@@ -113,9 +113,11 @@ export class Rounds {
    * nodeTimeout: a request a client cannot cancel (a user's `Redis` instance) may never end.
    */
   async landed(vote: Vote): Promise<void> {
+    const landing = landingOf(vote);
+    if (landing === undefined) return; // its reply is in: nothing of it can land any more
     const bound = this.clock.timeout(this.options.nodeTimeout);
     await Promise.race([
-      landed(vote),
+      landing,
       new Promise((resolve) => bound.signal.addEventListener("abort", resolve, { once: true })),
     ]);
     bound.clear();

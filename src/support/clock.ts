@@ -1,4 +1,5 @@
 // Time as the lock sees it; replaceable so the simulator can run on a virtual clock.
+import { announceAbort, announcingController } from "./abort.ts";
 
 /**
  * The time source of a {@link Redlock}. The default uses `performance.now()` (monotonic),
@@ -57,12 +58,71 @@ export const systemClock: Clock = {
   },
   // Not AbortSignal.timeout: its timer cannot be cleared, so every finished request would still fire
   // (and allocate) a TimeoutError later. Clearing the timer keeps a round's cost to its requests.
-  timeout(ms) {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new DOMException("node request timed out", "TimeoutError")), ms);
-    return { signal: controller.signal, clear: () => clearTimeout(timer) };
-  },
+  timeout: sharedTimeout,
 };
+
+/** The deadlines of one timer: made in one run of synchronous code, with the same length. */
+interface TimerGroup {
+  readonly ms: number;
+  /** Per deadline, its controller until it is cleared or aborted. */
+  readonly members: (AbortController | undefined)[];
+  live: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/** The group that deadlines made now join; closed at the next microtask. */
+let openGroup: TimerGroup | undefined;
+const closeGroup = () => {
+  openGroup = undefined;
+};
+
+function fireGroup(group: TimerGroup): void {
+  group.timer = undefined;
+  const reason = new DOMException("node request timed out", "TimeoutError");
+  for (let i = 0; i < group.members.length; i++) {
+    const controller = group.members[i];
+    if (controller) announceAbort(controller, reason);
+  }
+  group.members.length = 0;
+}
+
+/**
+ * A clearable timeout, as {@link Clock.timeout} describes it, where the deadlines made in one run of
+ * synchronous code (before the next microtask) with the same `ms` share one timer: the five requests
+ * of a round, or the rounds of twenty locks taken with `Promise.all`, cost one `setTimeout`, not one
+ * each. Each deadline keeps its own signal and its own `clear`: a cleared one is never aborted, and the
+ * timer is stopped once every deadline of the group is cleared. The group starts its timer when its
+ * first deadline is made, so a later one of the same run fires at most the microseconds of that run
+ * early, never late. A group never takes deadlines from a later turn (the next microtask closes it), so
+ * on a Worker a timer never aborts another request's signals. The signals announce their abort
+ * (support/abort.ts), so the batcher follows them without a listener each.
+ */
+function sharedTimeout(ms: number): Deadline {
+  let group = openGroup;
+  if (group === undefined || group.ms !== ms || group.timer === undefined) {
+    group = { ms, members: [], live: 0, timer: undefined };
+    const made = group;
+    group.timer = setTimeout(() => fireGroup(made), ms);
+    if (openGroup === undefined) queueMicrotask(closeGroup);
+    openGroup = group;
+  }
+  const owner = group;
+  const index = owner.members.length;
+  const controller = announcingController();
+  owner.members.push(controller);
+  owner.live++;
+  return {
+    signal: controller.signal,
+    clear: () => {
+      if (owner.members[index] !== controller) return;
+      owner.members[index] = undefined;
+      if (--owner.live === 0 && owner.timer !== undefined) {
+        clearTimeout(owner.timer);
+        owner.timer = undefined;
+      }
+    },
+  };
+}
 
 /**
  * Aborts when any of the given signals aborts, with that signal's reason.

@@ -1,0 +1,63 @@
+// `npm run bench:bundle`: what a Worker bundles of this library, minified and gzipped, with @upstash/redis
+// and hono external (the user's own dependencies): Redlock alone, the redlock() middleware, the whole root
+// entry. Each is a one-line entry that re-exports the symbol, bundled by esbuild as a Worker build would.
+// `-- --against=<commit>` measures that commit's src/ too (taken from git into .tmp/), beside this one.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+/** Issue 21's reference (main at 0296f5b); the first two must stay within 10 % of it. */
+const BASELINE: Record<string, number> = { "Redlock alone": 10_692, "redlock() middleware": 12_364, "whole root entry": 15_671 };
+const entries: Record<string, string> = {
+  "Redlock alone": 'export { Redlock } from "./src/index.ts";',
+  "redlock() middleware": 'export { redlock } from "./src/hono/index.ts";',
+  "whole root entry": 'export * from "./src/index.ts";',
+};
+
+/**
+ * Bytes of the minified bundle of `contents` (an entry in the repository root), raw and gzipped.
+ * @example
+ * const { min, gz } = await bundleSize('export { Redlock } from "./src/index.ts";');
+ */
+export async function bundleSize(contents: string, dir = root): Promise<{ min: number; gz: number }> {
+  const result = await build({
+    stdin: { contents, resolveDir: dir, sourcefile: "entry.ts", loader: "ts" },
+    nodePaths: [join(root, "node_modules")],
+    bundle: true,
+    minify: true,
+    format: "esm",
+    platform: "neutral",
+    external: ["@upstash/redis", "@upstash/redis/*", "hono", "hono/*"],
+    write: false,
+    logLevel: "silent",
+  });
+  const code = result.outputFiles[0].contents;
+  return { min: code.length, gz: gzipSync(code, { level: 9 }).length };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const against = process.argv.find((arg) => arg.startsWith("--against="))?.slice("--against=".length);
+  let other: string | undefined;
+  if (against) {
+    other = join(root, ".tmp", `bundle-${against}`);
+    if (!existsSync(join(other, "src"))) {
+      mkdirSync(other, { recursive: true });
+      execFileSync("tar", ["-x", "-C", other], { input: execFileSync("git", ["archive", against, "src"], { cwd: root }) });
+    }
+  }
+  console.log("esbuild --bundle --minify --format=esm --platform=neutral, @upstash/redis and hono external; gzip -9\n");
+  for (const [name, contents] of Object.entries(entries)) {
+    const { min, gz } = await bundleSize(contents);
+    const ratio = gz / BASELINE[name];
+    let line = `${name.padEnd(22)} ${String(min).padStart(7)} B min  ${String(gz).padStart(7)} B gz  (${ratio.toFixed(3)}× ${BASELINE[name]} B)`;
+    if (other) {
+      const was = await bundleSize(contents, other);
+      line += `   ${against}: ${was.min} B min, ${was.gz} B gz (+${gz - was.gz} B gz)`;
+    }
+    console.log(line);
+  }
+}

@@ -1,0 +1,37 @@
+// Nodes whose `fetch` is answered in-process: no network, no bridge, so what is measured is the client's
+// own CPU. Shared by `npm run bench:where`, the in-process profile and the CPU scenario of `npm run bench`.
+import type { ClusterNode } from "../dev/cluster.ts";
+
+/**
+ * `count` nodes at addresses nothing listens on (fetch never reaches them once {@link answerInProcess} runs).
+ * @example
+ * const nodes = fakeNodes(5);
+ */
+export function fakeNodes(count: number): ClusterNode[] {
+  return Array.from({ length: count }, (_, i) => ({
+    url: `http://127.0.0.1:${1 + i}`,
+    token: `in-process-token-${i}`,
+    redisUrl: "",
+    adminUrl: "",
+  }));
+}
+
+/**
+ * Replaces the global fetch with one that grants every acquire (`EVALSHA sha 1 key value ttl n`, of any
+ * version of the library: `[1]`) and answers 1 to everything shorter (a release), plain or pipelined. `turn`: answer after a macrotask (setImmediate),
+ * as a network would, so the requests of concurrent cycles meet in the batches they would meet in.
+ * Returns the fetch it replaced.
+ * @example
+ * const realFetch = answerInProcess({ turn: true });
+ */
+export function answerInProcess(options: { turn?: boolean } = {}): typeof fetch {
+  const answer = (command: unknown[]) => (command.length >= 6 ? [1] : 1);
+  const previous = globalThis.fetch;
+  globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const body = JSON.parse(String(init?.body)) as unknown[];
+    if (options.turn) await new Promise((r) => setImmediate(r));
+    if (String(input).endsWith("/pipeline")) return Response.json((body as unknown[][]).map((c) => ({ result: answer(c) })));
+    return Response.json({ result: answer(body) });
+  }) as typeof fetch;
+  return previous;
+}
