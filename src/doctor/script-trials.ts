@@ -8,6 +8,14 @@ import { FENCE, FENCED_READ, FENCED_WRITE } from "../scripts/fencing.ts";
 import { INSPECT } from "../scripts/inspect.ts";
 import type { Script } from "../scripts/script.ts";
 import { withoutKeyLocking } from "../scripts/script.ts";
+import {
+  FENCED_RW_WRITE_ACQUIRE,
+  RW_INSPECT,
+  RW_READ_ACQUIRE,
+  RW_READ_EXTEND,
+  RW_READ_RELEASE,
+  RW_WRITE_ACQUIRE,
+} from "../scripts/rw.ts";
 import { FAIR_SEMAPHORE_ACQUIRE, SEMAPHORE_ACQUIRE } from "../scripts/semaphore.ts";
 
 /** The keys one node's trials use, each under the doctor's probe prefix (expiring, and deleted after). */
@@ -20,6 +28,10 @@ export interface TrialKeys {
   queue: string;
   /** The semaphore's wait queue. */
   slotQueue: string;
+  /** A read-write lock's writer key, reader set and wait queue. */
+  writer: string;
+  readers: string;
+  rwQueue: string;
 }
 
 /** One run of one script: what it is sent and the vote its reply must give. */
@@ -35,6 +47,9 @@ export interface ScriptTrial {
 
 /** A fair acquire's arguments: value, ttl, one resource, the waiter's ticket, its lease, and join the queue. */
 const fair = (ticket: string) => (v: string, ttl: string) => [v, ttl, "1", ticket, ttl, "1"];
+
+/** A read-write acquire's arguments: value, ttl, the queue member (ticket and `r` or `w`), its lease, join. */
+const rw = (member: string) => (v: string, ttl: string) => [v, ttl, member, ttl, "1"];
 
 /**
  * The runs, in order: each may rely on the ones before it on the same node (one pipeline, members in
@@ -92,6 +107,55 @@ export const SCRIPT_TRIALS: readonly ScriptTrial[] = [
   },
   { label: "inspect", script: INSPECT, keys: (k) => [k.lock, k.slot1], args: () => [], expect: "granted" },
   {
+    label: "read acquire",
+    script: RW_READ_ACQUIRE,
+    keys: (k) => [k.writer, k.readers, k.rwQueue],
+    args: rw("1r"),
+    expect: "granted",
+  },
+  {
+    label: "read extend",
+    script: RW_READ_EXTEND,
+    keys: (k) => [k.readers],
+    args: (v, ttl) => [v, ttl],
+    expect: "granted",
+  },
+  {
+    label: "write acquire (a reader holds: joins the queue)",
+    script: RW_WRITE_ACQUIRE,
+    keys: (k) => [k.writer, k.readers, k.rwQueue],
+    args: (v, ttl) => rw("2w")(`${v}-w`, ttl),
+    expect: "denied",
+  },
+  {
+    label: "read release",
+    script: RW_READ_RELEASE,
+    keys: (k) => [k.readers, k.rwQueue],
+    args: (v) => [v, "1r"],
+    expect: "granted",
+  },
+  {
+    label: "fenced write acquire",
+    script: FENCED_RW_WRITE_ACQUIRE,
+    keys: (k) => [k.writer, k.readers, k.rwQueue, k.fence],
+    args: (v, ttl) => rw("2w")(`${v}-w`, ttl),
+    expect: "granted",
+  },
+  {
+    label: "read-write inspect",
+    script: RW_INSPECT,
+    keys: (k) => [k.writer, k.readers],
+    args: () => [],
+    expect: "granted",
+  },
+  {
+    label: "leave (writer)",
+    script: LEAVE,
+    keys: (k) => [k.writer, k.rwQueue],
+    args: (v) => [`${v}-w`, "2w"],
+    expect: "granted",
+  },
+  {
     label: "release (lock and permits)",
     script: RELEASE,
     keys: (k) => [k.lock, k.slot1, k.slot2],
@@ -134,6 +198,9 @@ export function trialKeys(prefix: string): TrialKeys {
     slot2: key("slot2"),
     queue: key("queue"),
     slotQueue: key("slot-queue"),
+    writer: key("rw-writer"),
+    readers: key("rw-readers"),
+    rwQueue: key("rw-queue"),
   };
 }
 

@@ -47,6 +47,13 @@ describe("the doctor's script trials", () => {
       "semaphore acquire": [1],
       "fair semaphore acquire": [1],
       inspect: [[["v", 60_000]], 0],
+      "read acquire": [1],
+      "read extend": [1],
+      "write acquire (a reader holds: joins the queue)": [0, 60_000, 0],
+      "read release": 1,
+      "fenced write acquire": [1, "1732406400000003"],
+      "read-write inspect": ["v-w", 60_000, []],
+      "leave (writer)": 1,
       "release (lock and permits)": 2,
     };
     expect(SCRIPT_TRIALS.map((t) => t.label).sort()).toEqual(Object.keys(replies).sort());
