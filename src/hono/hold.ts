@@ -144,6 +144,36 @@ export async function holdThrough<L extends Lock>(
 }
 
 /**
+ * {@link holdThrough}, handing on `c.var[name]`: `fields`, the signal, and `expiresAt` as it moves with each
+ * extension. What each middleware does once it holds its lock or permit.
+ * @example
+ * ```ts
+ * await holdAndExpose(c, next, "lock", lock, { lock }, { redlock, ttl, lostHeader: "Lock-Lost" });
+ * ```
+ */
+export function holdAndExpose<L extends Lock>(
+  c: Context,
+  next: () => Promise<void>,
+  name: string,
+  held: L,
+  fields: object,
+  how: Omit<HoldOptions<L>, "held" | "expose">,
+): Promise<void> {
+  const expose = (signal: AbortSignal) =>
+    c.set(
+      name as never,
+      {
+        ...fields,
+        signal,
+        get expiresAt() {
+          return held.expiresAt;
+        },
+      } as never,
+    );
+  return holdThrough(c, next, { ...how, held, expose });
+}
+
+/**
  * How long the critical section lasts after the handler returned: until the handler's response stream
  * is over (see {@link watchBody}). A handler that threw is done; one that returned after the lock was
  * lost answers as it chose, marked with the lost header; a HEAD answer's body is never read, so it is

@@ -4,7 +4,7 @@ import { createMiddleware } from "hono/factory";
 import { InvalidArgumentError, LockAcquisitionError, nameNodes } from "../errors.ts";
 import type { Lock } from "../lock/lock.ts";
 import { MAX_PERMITS, type Permit } from "../semaphore/semaphore.ts";
-import { checkHoldOptions, holdThrough, pickRedlock, retryAfterSeconds } from "./hold.ts";
+import { checkHoldOptions, holdAndExpose, pickRedlock, retryAfterSeconds } from "./hold.ts";
 import { acquireOptions, unavailable } from "./refusals.ts";
 import { timedAcquire } from "./timing.ts";
 import type { BusyInfo, HeldLock, HoldMiddlewareOptions, LockKey } from "./types.ts";
@@ -123,21 +123,8 @@ export const redlock = <E extends Env = Env>(
         423,
       );
     }
-    await holdThrough(c, next, {
-      held: lock,
-      redlock: locker,
-      ttl,
-      maxHold: options.maxHold,
-      lostHeader,
-      expose: (signal) =>
-        c.set("lock", {
-          lock,
-          signal,
-          get expiresAt() {
-            return lock.expiresAt;
-          },
-        }),
-    });
+    const how = { redlock: locker, ttl, maxHold: options.maxHold, lostHeader };
+    await holdAndExpose(c as unknown as Context, next, "lock", lock, { lock }, how);
   });
 };
 
@@ -197,20 +184,7 @@ export const semaphore = <E extends Env = Env>(
         429,
       );
     }
-    await holdThrough(c, next, {
-      held: permit,
-      redlock: locker,
-      ttl,
-      maxHold: options.maxHold,
-      lostHeader,
-      expose: (signal) =>
-        c.set("permit", {
-          permit,
-          signal,
-          get expiresAt() {
-            return permit.expiresAt;
-          },
-        }),
-    });
+    const how = { redlock: locker, ttl, maxHold: options.maxHold, lostHeader };
+    await holdAndExpose(c as unknown as Context, next, "permit", permit, { permit }, how);
   });
 };

@@ -4,7 +4,7 @@ import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { InvalidArgumentError, LockAcquisitionError } from "../errors.ts";
 import type { Lock } from "../lock/lock.ts";
-import { checkHoldOptions, holdThrough, pickRedlock, retryAfterSeconds } from "./hold.ts";
+import { checkHoldOptions, holdAndExpose, pickRedlock, retryAfterSeconds } from "./hold.ts";
 import { acquireOptions, unavailable } from "./refusals.ts";
 import { timedAcquire } from "./timing.ts";
 import type { BusyInfo, HeldLock, HoldMiddlewareOptions } from "./types.ts";
@@ -77,21 +77,7 @@ export const readWrite = <E extends Env = Env>(
       c.header("Retry-After", retryAfterSeconds(info.retryAfterMs ?? ttl));
       return c.json({ error: "locked", resource: name, mode, retryAfterMs: info.retryAfterMs ?? null }, 423);
     }
-    await holdThrough(c, next, {
-      held: lock,
-      redlock: locker,
-      ttl,
-      maxHold: options.maxHold,
-      lostHeader,
-      expose: (signal) =>
-        c.set("lock", {
-          lock,
-          mode,
-          signal,
-          get expiresAt() {
-            return lock.expiresAt;
-          },
-        }),
-    });
+    const how = { redlock: locker, ttl, maxHold: options.maxHold, lostHeader };
+    await holdAndExpose(c as unknown as Context, next, "lock", lock, { lock, mode }, how);
   });
 };

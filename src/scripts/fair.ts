@@ -1,5 +1,6 @@
 // Fair waiting: acquire that grants only to the first live waiter, and leaving the queue.
 import { GREATER } from "./decimal.ts";
+import { LONGEST_PTTL, TAKE } from "./mutex-lua.ts";
 import { fairRefusal, grantOrRefuse, grantWithFence, isInteger, unexpected } from "./replies.ts";
 import { QUEUE_CLOCK } from "./queue.ts";
 import { KEY_LOCKING, defineScript, type Script } from "./script.ts";
@@ -21,16 +22,9 @@ import type { Vote } from "./vote.ts";
  */
 export const FAIR_ACQUIRE: Script = /* @__PURE__ */ defineScript({
   name: "fair-acquire",
-  lua: () => `${KEY_LOCKING}${GREATER}${QUEUE_CLOCK}local n = tonumber(ARGV[3])
+  lua: () => `${KEY_LOCKING}${GREATER}${LONGEST_PTTL}${TAKE}${QUEUE_CLOCK}local n = tonumber(ARGV[3])
 local ticket = ARGV[4]
-local held, wait = false, 0
-for i = 1, n do
-  local pttl = redis.call("PTTL", KEYS[i])
-  if pttl ~= -2 then
-    held = true
-    if pttl == -1 or wait == -1 then wait = -1 elseif pttl > wait then wait = pttl end
-  end
-end
+local held, wait = longest_pttl(n)
 local ahead = 0
 for i = 1, n do
   local a = waiters_ahead(KEYS[n + i], ticket)
@@ -44,23 +38,7 @@ if held or ahead > 0 then
   return {0, wait, ahead}
 end
 for i = 1, n do redis.call("ZREM", KEYS[n + i], ticket) end
-local fence, now = false, false
-for i = 1, n do
-  redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
-  if KEYS[2 * n + i] then
-    if not now then
-      local t = redis.call("TIME")
-      now = t[1] .. string.format("%06d", tonumber(t[2]))
-    end
-    redis.call("INCR", KEYS[2 * n + i])
-    local f = redis.call("GET", KEYS[2 * n + i])
-    if greater(now, f) then
-      redis.call("SET", KEYS[2 * n + i], now)
-      f = now
-    end
-    if not fence or greater(f, fence) then fence = f end
-  end
-end
+local fence = take(n, 2 * n)
 if fence then return {1, fence} end
 return {1}`,
   vote: (reply) => (isRefusal(reply) ? fairRefusal(reply) : grantOrRefuse(reply)),

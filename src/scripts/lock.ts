@@ -1,5 +1,6 @@
 // The mutex: acquire (optionally with fence counters), release and extend.
 import { GREATER } from "./decimal.ts";
+import { LONGEST_PTTL, TAKE } from "./mutex-lua.ts";
 import { grantOrRefuse, grantWithFence, isInteger, unexpected } from "./replies.ts";
 import { KEY_LOCKING, defineScript, type Script } from "./script.ts";
 
@@ -12,33 +13,10 @@ import { KEY_LOCKING, defineScript, type Script } from "./script.ts";
  */
 export const ACQUIRE: Script = /* @__PURE__ */ defineScript({
   name: "acquire",
-  lua: () => `${KEY_LOCKING}${GREATER}local n = tonumber(ARGV[3]) or #KEYS
-local held, wait = false, 0
-for i = 1, n do
-  local pttl = redis.call("PTTL", KEYS[i])
-  if pttl ~= -2 then
-    held = true
-    if pttl == -1 or wait == -1 then wait = -1 elseif pttl > wait then wait = pttl end
-  end
-end
+  lua: () => `${KEY_LOCKING}${GREATER}${LONGEST_PTTL}${TAKE}local n = tonumber(ARGV[3]) or #KEYS
+local held, wait = longest_pttl(n)
 if held then return {0, wait} end
-local fence, now = false, false
-for i = 1, n do
-  redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
-  if KEYS[n + i] then
-    if not now then
-      local t = redis.call("TIME")
-      now = t[1] .. string.format("%06d", tonumber(t[2]))
-    end
-    redis.call("INCR", KEYS[n + i])
-    local f = redis.call("GET", KEYS[n + i])
-    if greater(now, f) then
-      redis.call("SET", KEYS[n + i], now)
-      f = now
-    end
-    if not fence or greater(f, fence) then fence = f end
-  end
-end
+local fence = take(n, n)
 if fence then return {1, fence} end
 return {1}`,
   vote: grantOrRefuse,
