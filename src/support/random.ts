@@ -87,7 +87,8 @@ export function randomUnit(): number {
 
 /**
  * A waiter's ticket: its first attempt's wall-clock time in ms (16 digits) and 64 random bits (16 hex
- * digits). Fixed width and only `[0-9a-f]`, so every node orders tickets the same way as strings; the
+ * digits, from the same blocks as {@link pooledValue}).
+ * Fixed width and only `[0-9a-f]`, so every node orders tickets the same way as strings; the
  * random part breaks ties between waiters of the same millisecond.
  * @example
  * ```ts
@@ -98,5 +99,9 @@ export function waiterTicket(epochMs: number): string {
   const ms = String(Math.max(0, Math.floor(epochMs)))
     .padStart(16, "0")
     .slice(-16);
-  return ms + toHex(crypto.getRandomValues(new Uint8Array(8)));
+  const at = reserve(8);
+  let hex = ms;
+  for (let i = at; i < at + 8; i++) hex += HEX[block[i]];
+  block.fill(0, at, at + 8);
+  return hex;
 }
