@@ -1,13 +1,7 @@
 // The Redlock algorithm: acquire on a quorum within validity, release everywhere, retry at random.
 import { checkResources, checkRetryPolicy, checkTtl, checkUsing, resolveOptions } from "./check.ts";
-import {
-  InvalidArgumentError,
-  LockAcquisitionError,
-  nameNodes,
-  type LockExtensionError,
-  type MaxHoldError,
-} from "./errors.ts";
-import { type AcquireHooks, reportAcquire } from "./events/acquire.ts";
+import { InvalidArgumentError, type LockExtensionError, type MaxHoldError } from "./errors.ts";
+import type { AcquireHooks } from "./events/acquire.ts";
 import { fenceKey } from "./fencing/tokens.ts";
 import { writeBackFence } from "./fencing/write-back.ts";
 import { inspectResources, type Inspection } from "./lock/inspect.ts";
@@ -25,7 +19,7 @@ import {
   type ResolvedOptions,
   type UsingOptions,
 } from "./options.ts";
-import { retrying, type Attempt } from "./quorum/retry.ts";
+import type { Attempt } from "./quorum/retry.ts";
 import { Rounds } from "./quorum/rounds.ts";
 import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE } from "./scripts/fair.ts";
 import { ACQUIRE, FENCED_ACQUIRE } from "./scripts/lock.ts";
@@ -137,13 +131,7 @@ export class Redlock {
         const split = grant.round.granted > 0;
         return { ...failure, waitMs: line.wait(grant.round, grant.start), settleFirst: split };
       };
-    const began = rounds.clock.now();
-    const labels = rounds.nodes.map((node) => node.label);
-    return reportAcquire(lifecycle.emit, "lock", keys, rounds.clock, (hooks) =>
-      retrying(rounds.clock, keys, policy, attempt(hooks), { what: "lock", hooks, leave }).catch((error: unknown) => {
-        throw error instanceof LockAcquisitionError ? nameNodes(error, labels, rounds.clock.now() - began) : error;
-      }),
-    );
+    return lifecycle.acquisition("lock", keys, policy, attempt, { what: "lock", leave, nameNodes: true });
   }
 
   /**

@@ -1,14 +1,14 @@
 // A read-write lock over the lock's nodes: readers share it, a writer has it alone; both wait in one queue.
 import { checkResources, checkRetryPolicy, checkTtl, checkUsing } from "../check.ts";
-import { InvalidArgumentError, LockAcquisitionError, nameNodes } from "../errors.ts";
-import { type AcquireHooks, reportAcquire } from "../events/acquire.ts";
+import { InvalidArgumentError } from "../errors.ts";
+import type { AcquireHooks } from "../events/acquire.ts";
 import { writeBackFence } from "../fencing/write-back.ts";
 import { holdWhile } from "../lock/keeper.ts";
 import type { Lifecycle } from "../lock/lifecycle.ts";
 import { Lock } from "../lock/lock.ts";
 import { Line } from "../lock/queue.ts";
 import type { AcquireOptions, UsingOptions } from "../options.ts";
-import { retrying, type Attempt } from "../quorum/retry.ts";
+import type { Attempt } from "../quorum/retry.ts";
 import type { Rounds } from "../quorum/rounds.ts";
 import { RELEASE } from "../scripts/lock.ts";
 import {
@@ -191,14 +191,6 @@ export class ReadWriteLock {
         if (!policy.fair) return failure;
         return { ...failure, waitMs: line.wait(grant.round, grant.start), settleFirst: grant.round.granted > 0 };
       };
-    const began = rounds.clock.now();
-    const labels = rounds.nodes.map((node) => node.label);
-    return reportAcquire(lifecycle.emit, kind, [this.key], rounds.clock, (hooks) =>
-      retrying(rounds.clock, [this.key], policy, attempt(hooks), { what: "lock", hooks, leave }).catch(
-        (error: unknown) => {
-          throw error instanceof LockAcquisitionError ? nameNodes(error, labels, rounds.clock.now() - began) : error;
-        },
-      ),
-    );
+    return lifecycle.acquisition(kind, [this.key], policy, attempt, { what: "lock", leave, nameNodes: true });
   }
 }

@@ -2,12 +2,12 @@
 import { checkResources, checkRetryPolicy, checkTtl, checkUsing } from "../check.ts";
 import { InvalidArgumentError } from "../errors.ts";
 import { inspectSlots, type SemaphoreInspection } from "../lock/inspect.ts";
-import { type AcquireHooks, reportAcquire } from "../events/acquire.ts";
+import type { AcquireHooks } from "../events/acquire.ts";
 import { holdWhile } from "../lock/keeper.ts";
 import type { Lifecycle } from "../lock/lifecycle.ts";
 import { Lock, type LockState } from "../lock/lock.ts";
 import { RESERVED_PREFIX, type AcquireOptions, type UsingOptions } from "../options.ts";
-import { retrying, type Attempt } from "../quorum/retry.ts";
+import type { Attempt } from "../quorum/retry.ts";
 import type { Rounds } from "../quorum/rounds.ts";
 import { Line, SEMAPHORE_QUEUE_PREFIX } from "../lock/queue.ts";
 import { FAIR_SEMAPHORE_ACQUIRE, SEMAPHORE_ACQUIRE } from "../scripts/semaphore.ts";
@@ -152,9 +152,7 @@ export class Semaphore {
           }
         }
       };
-    return reportAcquire(lifecycle.emit, "permit", [this.key], rounds.clock, (hooks) =>
-      retrying(rounds.clock, [this.key], policy, attempt(hooks), { what: "permit", hooks, leave }),
-    );
+    return lifecycle.acquisition("permit", [this.key], policy, attempt, { what: "permit", leave, nameNodes: false });
   }
 
   /**
