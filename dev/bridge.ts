@@ -167,7 +167,11 @@ export class Bridge {
   async #answer(req: IncomingMessage, res: ServerResponse, link: Link | undefined): Promise<void> {
     if (!isLoopback(req)) return send(res, 403, { error: "loopback only" });
     this.counters.received++;
-    const { body, tooLarge } = await readBody(req, MAX_REQUEST_BYTES);
+    const { body, tooLarge, gone: left } = await readBody(req, MAX_REQUEST_BYTES);
+    if (left) {
+      this.counters.abandoned++;
+      return;
+    }
     if (req.method !== "POST") return send(res, 405, { error: "use POST" });
     if (req.headers.authorization !== `Bearer ${this.token}`) return send(res, 401, { error: "WRONGPASS invalid or missing auth token" });
 
@@ -297,7 +301,8 @@ export class Bridge {
 
   async #serveAdmin(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (!isLoopback(req)) return send(res, 403, { error: "loopback only" });
-    const { body } = await readBody(req, MAX_REQUEST_BYTES);
+    const { body, gone } = await readBody(req, MAX_REQUEST_BYTES);
+    if (gone) return;
     const path = (req.url ?? "/").split("?")[0];
     try {
       if (req.method === "GET" && path === "/state") return send(res, 200, await this.#fullState());
@@ -353,9 +358,13 @@ function clientGone(res: ServerResponse): { signal: AbortSignal } {
   return controller;
 }
 
-/** Reads the body; past `limit` bytes it reads on (so the client can still read the answer) but keeps nothing. */
-function readBody(req: IncomingMessage, limit: number): Promise<{ body: string; tooLarge: boolean }> {
-  return new Promise((resolve, reject) => {
+/**
+ * Reads the body; past `limit` bytes it reads on (so the client can still read the answer) but keeps nothing.
+ * A client that goes away mid-body (its request cut by its own timeout) is `gone`: never a rejection, which
+ * nobody would catch (the servers call the handlers with `void`).
+ */
+function readBody(req: IncomingMessage, limit: number): Promise<{ body: string; tooLarge: boolean; gone?: true }> {
+  return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let bytes = 0;
     req.on("data", (chunk: Buffer) => {
@@ -364,7 +373,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<{ body: string; 
       else chunks.length = 0;
     });
     req.on("end", () => resolve(bytes > limit ? { body: "", tooLarge: true } : { body: Buffer.concat(chunks).toString("utf8"), tooLarge: false }));
-    req.on("error", reject);
+    req.on("error", () => resolve({ body: "", tooLarge: false, gone: true }));
   });
 }
 
