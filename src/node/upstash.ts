@@ -85,10 +85,12 @@ function clientTransport(target: NodeConfig): Pick<Transport<EvalCommand>, "one"
   };
   const request = clientRequest(client);
   return {
-    one: (c, signal) =>
-      withSignal(signal, () =>
-        c.kind === "evalsha" ? client.evalsha(c.script, c.keys, c.args) : client.eval(c.script, c.keys, c.args),
-      ),
+    one: request
+      ? (c, signal) => withSignal(signal, () => request({ body: bodyOf(c) })).then(resultOf)
+      : (c, signal) =>
+          withSignal(signal, () =>
+            c.kind === "evalsha" ? client.evalsha(c.script, c.keys, c.args) : client.eval(c.script, c.keys, c.args),
+          ),
     many:
       request &&
       ((commands, signal) =>
@@ -108,7 +110,7 @@ function clientTransport(target: NodeConfig): Pick<Transport<EvalCommand>, "one"
 /**
  * The client's own HTTP request, as `Redis.use` hands it to a middleware: with it a pipeline request is
  * one JSON body built from the batch's commands, without the ~200-method `Pipeline` and one `Command`
- * object per member that `client.pipeline()` builds. Caught once, at construction: the middleware takes
+ * object per member that `client.pipeline()` builds, and a plain request is the command's body alone. Caught once, at construction: the middleware takes
  * the request function of one probe command and answers it itself (nothing is sent), then lets every
  * later request through. Undefined where the client does not start a request synchronously (then each
  * command goes out as a request of its own, as with `batching: false`).
@@ -133,6 +135,17 @@ function bodyOf(c: EvalCommand): (string | number)[] {
   for (const key of c.keys) body.push(key);
   for (const arg of c.args) body.push(arg);
   return body;
+}
+
+/**
+ * A plain request's reply read as `@upstash/redis` reads a command's: its error thrown, a reply without a
+ * result refused with the client's own words, else the result (no deserialization, as the client is set up).
+ */
+function resultOf(reply: unknown): unknown {
+  const { result, error } = reply as { result?: unknown; error?: unknown };
+  if (error) throw new Error(String(error));
+  if (result === undefined) throw new TypeError("Request did not return a result");
+  return result;
 }
 
 /**
