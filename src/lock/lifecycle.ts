@@ -112,11 +112,12 @@ export class Lifecycle {
     state.released = true;
     state.expiresAt = Math.min(state.expiresAt, rounds.clock.epoch());
     // A fair lock leaves its queues in the same request (its ticket may still wait on nodes that denied it).
-    const [script, keys, args] = state.queue
-      ? [state.scripts?.release ?? LEAVE, [...state.keys, ...state.queue.keys], [state.value, state.queue.ticket]]
-      : [state.scripts?.release ?? RELEASE, [...state.keys], [state.value]];
+    const queue = state.queue;
+    const script = state.scripts?.release ?? (queue ? LEAVE : RELEASE);
+    const keys = queue ? [...state.keys, ...queue.keys] : [...state.keys];
+    const args = queue ? [state.value, queue.ticket] : [state.value];
     // Acquire replies still out now may land after this release.
-    const late = new Map(state.stragglers);
+    const late = state.stragglers.size === 0 ? undefined : new Map(state.stragglers);
     state.stragglers.clear();
     const began = rounds.clock.now();
     const round = await rounds.round(script, keys, args, { decide: "answered", cancelStragglers: false });
@@ -129,13 +130,18 @@ export class Lifecycle {
       errors,
       elapsedMs: rounds.clock.now() - began,
     });
-    const running = round.votes.filter((vote) => vote.outcome === "unanswered").map((vote) => round.settled[vote.node]);
-    const followUps = [...late].map(async ([node, acquired]) => {
-      // Where this release deleted the keys, the acquire had run before it: nothing can land after.
-      if ((await round.settled[node]).outcome === "granted") return;
-      if ((await acquired).outcome !== "denied") await rounds.ask(node, script, keys, args);
-    });
-    const pending = Promise.all([...running, ...followUps]).then(() => undefined);
+    const after: Promise<unknown>[] = [];
+    for (const vote of round.votes) if (vote.outcome === "unanswered") after.push(round.settled[vote.node]);
+    for (const [node, acquired] of late ?? []) {
+      after.push(
+        (async () => {
+          // Where this release deleted the keys, the acquire had run before it: nothing can land after.
+          if ((await round.settled[node]).outcome === "granted") return;
+          if ((await acquired).outcome !== "denied") await rounds.ask(node, script, keys, args);
+        })(),
+      );
+    }
+    const pending = Promise.all(after).then(() => undefined);
     return { released, errors, votes: round.votes, pending };
   }
 

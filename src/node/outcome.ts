@@ -17,7 +17,7 @@ import { failureText } from "./warn.ts";
  * const vote = await castVote(node, ACQUIRE, ["k"], [value, "10000"], signal, [token]);
  * ```
  */
-export async function castVote(
+export function castVote(
   node: RedlockNode,
   script: Script,
   keys: string[],
@@ -25,16 +25,20 @@ export async function castVote(
   signal: AbortSignal,
   secrets: readonly string[] = [],
 ): Promise<Vote> {
-  // One async frame per vote: the reply is read here, not through runScript's { ok, reply } record.
-  let reply: unknown;
-  try {
-    reply = await node.run(script, keys, args, signal);
-  } catch (error) {
+  // One handler pair per vote: the reply is read here, not through runScript's { ok, reply } record.
+  const failed = (error: unknown): Vote => {
     const vote: Vote = { outcome: "error", cause: describeFailure(error, signal, [...args, ...secrets]) };
     if (error instanceof Abandoned) landings.set(vote, error.landed);
     return vote;
+  };
+  let reply: Promise<unknown>;
+  try {
+    reply = node.run(script, keys, args, signal);
+  } catch (error) {
+    return Promise.resolve(failed(error));
   }
-  return script.vote(reply);
+  // A reply that no rule reads (script.vote throws) stays an error vote, as it was inside one async frame.
+  return Promise.resolve(reply).then((value) => script.vote(value), failed);
 }
 
 const landings = new WeakMap<Vote, Promise<void>>();

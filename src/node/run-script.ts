@@ -31,7 +31,7 @@ const shas = new Map<string, string>();
  * const reply = await evalScript(send, ACQUIRE, ["k"], [value, "10000"], signal, { keyLocking: { accepted: true } });
  * ```
  */
-export async function evalScript(
+export function evalScript(
   send: Send<EvalCommand>,
   script: Script,
   keys: string[],
@@ -41,23 +41,49 @@ export async function evalScript(
 ): Promise<unknown> {
   const flagged = how.keyLocking.accepted;
   const lua = flagged ? script.lua : withoutKeyLocking(script.lua);
-  if (how.evalsha !== false) {
-    let sha = shas.get(lua);
-    if (sha === undefined) {
-      sha = await scriptSha(lua);
-      shas.set(lua, sha);
-    }
-    try {
-      return await send({ kind: "evalsha", script: sha, keys, args }, signal);
-    } catch (error) {
+  const run: ScriptRun = { send, script, lua, flagged, keys, args, signal, keyLocking: how.keyLocking };
+  if (how.evalsha === false) return evalLua(run);
+  // The hot path is one request and one handler: no async frame, no await of a SHA already known.
+  const sha = shas.get(lua);
+  if (sha !== undefined) return evalSha(run, sha);
+  return scriptSha(lua).then((computed) => {
+    shas.set(lua, computed);
+    return evalSha(run, computed);
+  });
+}
+
+/** One script run: what {@link evalScript} was given, and the Lua it sends (with or without the flag). */
+interface ScriptRun {
+  send: Send<EvalCommand>;
+  script: Script;
+  lua: string;
+  flagged: boolean;
+  keys: string[];
+  args: string[];
+  signal: AbortSignal;
+  keyLocking: KeyLockingState;
+}
+
+/** EVALSHA; EVAL when the node does not know the script. */
+function evalSha(run: ScriptRun, sha: string): Promise<unknown> {
+  return run
+    .send({ kind: "evalsha", script: sha, keys: run.keys, args: run.args }, run.signal)
+    .catch((error: unknown) => {
       if (!errorText(error).startsWith("NOSCRIPT")) throw error;
-    }
-  }
-  try {
-    return await send({ kind: "eval", script: lua, keys, args }, signal);
-  } catch (error) {
-    if (!flagged || !rejectsKeyLocking(errorText(error))) throw error;
-    how.keyLocking.accepted = false;
-    return await send({ kind: "eval", script: withoutKeyLocking(script.lua), keys, args }, signal);
-  }
+      return evalLua(run);
+    });
+}
+
+/** EVAL; once more without the key-locking flag when the node rejects the flag (remembered from then on). */
+function evalLua(run: ScriptRun): Promise<unknown> {
+  return run
+    .send({ kind: "eval", script: run.lua, keys: run.keys, args: run.args }, run.signal)
+    .catch((error: unknown) => {
+      if (!run.flagged || !rejectsKeyLocking(errorText(error))) throw error;
+      run.keyLocking.accepted = false;
+      return run.send(
+        { kind: "eval", script: withoutKeyLocking(run.script.lua), keys: run.keys, args: run.args },
+        run.signal,
+      );
+    });
 }

@@ -110,10 +110,11 @@ function clientTransport(target: NodeConfig): Pick<Transport<EvalCommand>, "one"
 /**
  * The client's own HTTP request, as `Redis.use` hands it to a middleware: with it a pipeline request is
  * one JSON body built from the batch's commands, without the ~200-method `Pipeline` and one `Command`
- * object per member that `client.pipeline()` builds, and a plain request is the command's body alone. Caught once, at construction: the middleware takes
- * the request function of one probe command and answers it itself (nothing is sent), then lets every
- * later request through. Undefined where the client does not start a request synchronously (then each
- * command goes out as a request of its own, as with `batching: false`).
+ * object per member that `client.pipeline()` builds, and a plain request is the command's body alone.
+ * Caught once, at construction: the middleware takes the request function of one probe command and
+ * answers it itself (nothing is sent), then lets every later request through. Undefined where the client
+ * does not start a request synchronously (then each command goes out as a command of the client's own, one
+ * request each, as with `batching: false`).
  */
 function clientRequest(client: Redis): Requester["request"] | undefined {
   if (typeof client.use !== "function") return undefined;
