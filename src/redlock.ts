@@ -123,7 +123,8 @@ export class Redlock {
           ({ round, fence } = await writeBackFence(rounds, grant, keys, fenceKeys, policy.signal));
         if (rounds.holds(round, ttl, grant.start)) {
           hooks?.won(round);
-          const queue = line ? { keys: line.queues, ticket: line.ticket } : undefined;
+          // A single try never joined the queues (its requests said so): its release needs no LEAVE.
+          const queue = line && policy.fair ? { keys: line.queues, ticket: line.ticket } : undefined;
           return { held: new Lock(keys, grant.value, n, fence, { ...lifecycle.held(grant, ttl), queue }) };
         }
         const failure = lifecycle.failed(n, round, grant, ttl, keys);

@@ -131,7 +131,8 @@ export class Semaphore {
             const permit = new Permit(this.key, take, grant.value, n, {
               ...lifecycle.held(grant, ttl, "permit"),
               keys: [this.#slots[take]],
-              queue: line ? { keys: line.queues, ticket: line.ticket } : undefined,
+              // A single try never joined the queue: its release needs no LEAVE.
+              queue: line && policy.fair ? { keys: line.queues, ticket: line.ticket } : undefined,
             });
             // The earlier tries' slots are released too.
             return { held: permit, cleanup: Promise.all(cleanups).then(() => undefined) };

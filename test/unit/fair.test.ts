@@ -51,6 +51,23 @@ describe("fair acquire: the uncontended path", () => {
     expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
     expect(nodes[0].requests.map((r) => r.script)).toEqual(["fair-acquire", "acquire"]);
   });
+
+  it("a single try that was granted releases with the classic script; a lock that could wait leaves its queues", async () => {
+    const { clock, nodes, redlock } = setup();
+    const once = await clock.run(redlock.acquire(["k"], 1_000, { retryCount: 0 }));
+    await clock.run(once.release());
+    const waited = await clock.run(redlock.acquire(["k"], 1_000));
+    await clock.run(waited.release());
+    await clock.drain();
+    for (const node of nodes) {
+      const releases = node.requests.filter((r) => r.script !== "fair-acquire");
+      expect(releases.map((r) => [r.script, r.keys])).toEqual([
+        ["release", ["k"]],
+        ["leave", ["k", Q]],
+      ]);
+    }
+    expect(nodes.map((n) => n.get("k"))).toEqual(Array(5).fill(undefined));
+  });
 });
 
 describe("fair acquire: informed waits", () => {
