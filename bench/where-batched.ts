@@ -5,7 +5,7 @@
 import type { ClusterNode } from "../dev/cluster.ts";
 import { floorImpl } from "./floor.ts";
 import { edgeRedlockImpl, type Impl, type ImplOptions } from "./impls.ts";
-import { ACQUIRE, RELEASE, scriptShaOf } from "./lib.ts";
+import { ACQUIRE, FAIR_ACQUIRE, RELEASE, scriptShaOf } from "./lib.ts";
 import { Redlock, upstashNode, type RedlockNode } from "../src/index.ts";
 
 const CONCURRENCY = 32;
@@ -16,8 +16,9 @@ const CONCURRENCY = 32;
  * console.table(await batchedSplit(nodes, OPTIONS, 40_000));
  */
 export async function batchedSplit(nodes: ClusterNode[], options: ImplOptions, cycles: number): Promise<[string, number][]> {
-  const acquireSha = await scriptShaOf(ACQUIRE.lua);
-  const answer = (command: unknown[]) => (command[1] === acquireSha ? [1] : 1);
+  // An acquire (classic, or fair as the library sends it by default) is granted; anything else is a release.
+  const acquireShas = new Set([await scriptShaOf(ACQUIRE.lua), await scriptShaOf(FAIR_ACQUIRE.lua)]);
+  const answer = (command: unknown[]) => (acquireShas.has(command[1] as string) ? [1] : 1);
   globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const body = JSON.parse(String(init?.body)) as unknown[];
     await new Promise((r) => setImmediate(r));
@@ -25,7 +26,7 @@ export async function batchedSplit(nodes: ClusterNode[], options: ImplOptions, c
     return Response.json({ result: answer(body) });
   }) as typeof fetch;
 
-  const instant: RedlockNode[] = nodes.map((_, i) => ({ label: `n${i}`, run: async (script) => (script.name === "acquire" ? [1] : 1) }));
+  const instant: RedlockNode[] = nodes.map((_, i) => ({ label: `n${i}`, run: async (script) => (script.name.endsWith("acquire") ? [1] : 1) }));
   const core = new Redlock(instant, { nodeTimeout: options.nodeTimeout });
   const transports = nodes.map((node) => upstashNode({ url: node.url, token: node.token }));
   const parts: [string, (key: string) => Promise<unknown>][] = [];
