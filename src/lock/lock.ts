@@ -65,12 +65,14 @@ export interface LockState {
   scripts?: { release: Script; extend: Script };
 }
 
-/** @internal The state behind a lock (set in the class's static block: a private field, read from outside). */
-export function lockState(lock: Lock): LockState {
-  return readState(lock);
-}
+const states = new WeakMap<Lock, LockState>();
 
-let readState: (lock: Lock) => LockState;
+/** @internal */
+export function lockState(lock: Lock): LockState {
+  const state = states.get(lock);
+  if (!state) throw new TypeError("not a lock made by this library");
+  return state;
+}
 
 const asyncDispose: typeof Symbol.asyncDispose =
   Symbol.asyncDispose ?? (Symbol.for("Symbol.asyncDispose") as typeof Symbol.asyncDispose);
@@ -94,16 +96,6 @@ export class Lock {
    * with `{ fencing: true }`: larger than the token of every earlier holder of any of these resources.
    */
   readonly fence: string | undefined;
-  /** The state: a private field (a WeakMap entry per lock cost an ephemeron and its collection). */
-  readonly #state: LockState;
-
-  static {
-    readState = (lock) => {
-      if (!(typeof lock === "object" && lock !== null && #state in lock))
-        throw new TypeError("not a lock made by this library");
-      return lock.#state;
-    };
-  }
 
   /**
    * @internal Made by {@link Redlock.acquire} (or a semaphore); `keys` are the keys on the nodes, `resources` by
@@ -119,7 +111,7 @@ export class Lock {
     this.resources = Object.freeze([...resources]);
     this.attempts = attempts;
     this.fence = fence;
-    this.#state = { ...state, keys: Object.freeze([...(state.keys ?? resources)]), value, released: false };
+    states.set(this, { ...state, keys: Object.freeze([...(state.keys ?? resources)]), value, released: false });
   }
 
   /** The random value that proves ownership on every node (a getter, so logging the lock does not print it). */

@@ -37,8 +37,14 @@ export function castVote(
   } catch (error) {
     return Promise.resolve(failed(error));
   }
-  // A reply that no rule reads (script.vote throws) stays an error vote, as it was inside one async frame.
-  return Promise.resolve(reply).then((value) => script.vote(value), failed);
+  // A reply whose rule throws is an error vote too, never a rejection (a cleanup awaits this promise).
+  return Promise.resolve(reply).then((value) => {
+    try {
+      return script.vote(value);
+    } catch (error) {
+      return failed(error);
+    }
+  }, failed);
 }
 
 const landings = new WeakMap<Vote, Promise<void>>();

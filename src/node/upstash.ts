@@ -47,10 +47,13 @@ export function upstashNode(target: NodeConfig | ScriptClient, options: UpstashN
   const keyLocking: KeyLockingState = { accepted: true };
   if (isScriptClient(target)) {
     const send = (c: EvalCommand, signal: AbortSignal) =>
-      untilAborted(
-        c.kind === "evalsha" ? target.evalsha(c.script, c.keys, c.args) : target.eval(c.script, c.keys, c.args),
-        signal,
-      );
+      // A request the caller no longer waits for is never started (it could not be cut, and would land late).
+      signal.aborted
+        ? Promise.reject(signal.reason)
+        : untilAborted(
+            c.kind === "evalsha" ? target.evalsha(c.script, c.keys, c.args) : target.eval(c.script, c.keys, c.args),
+            signal,
+          );
     return {
       label: label ?? "redis",
       run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, { keyLocking }),

@@ -1,0 +1,62 @@
+// Review 21: the ScriptClient path (a user-supplied @upstash/redis `Redis` instance, one Command per request,
+// not the captured `request` function) on the real cluster: unknown outcomes are errors, never votes for;
+// @upstash/redis's ", command was: [...]" (value, Lua) never reaches an error, a tally or a log; acquire
+// stragglers that land after the release's own request are taken back by the follow-up release.
+import { inspect } from "node:util";
+import { Redis } from "@upstash/redis/cloudflare";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { LockAcquisitionError, Redlock } from "../../src/index.ts";
+import { loadScripts, settle, useCluster } from "./fixture.ts";
+
+const env = useCluster();
+const held = async (key: string) => (await Promise.all(env.tcp.map((t) => t.exists(key)))).reduce((a, b) => a + b, 0);
+const texts = (thing: unknown): string[] => [String(thing), JSON.stringify(thing) ?? "", inspect(thing, { depth: 10, showHidden: true }), (thing as Error)?.stack ?? ""];
+const clients = () => env.cluster.nodes.map((n) => new Redis({ url: n.url, token: n.token, retry: { retries: 0 }, enableAutoPipelining: false, automaticDeserialization: false }));
+
+const logged: string[] = [];
+const originalWarn = console.warn;
+beforeEach(() => {
+  logged.length = 0;
+  console.warn = (...args: unknown[]) => void logged.push(args.map((a) => inspect(a, { depth: 10 })).join(" "));
+});
+afterEach(() => void (console.warn = originalWarn));
+
+describe("a user-supplied Redis instance per node", () => {
+  it("faults on 3 of 5 nodes: refused, their votes errors, cleanup leaves nothing, no token, value, SHA or command in any text", async () => {
+    const tokens = env.cluster.nodes.map((n) => n.token);
+    const faults = [{ status: 500 }, { status: 400 }, { garbage: "html" as const }, { garbage: "json-shape" as const }, { garbage: "truncated" as const }, { garbage: "empty" as const }];
+    for (const fault of faults) {
+      const name = JSON.stringify(fault);
+      await Promise.all([0, 1, 2].map((i) => env.admins[i].faults(fault)));
+      const redlock = new Redlock(clients(), { retryCount: 0, nodeTimeout: 300 });
+      const key = `sc:${name}`;
+      const error = (await redlock.acquire([key], 5_000).catch((e: unknown) => e)) as LockAcquisitionError;
+      expect(error, name).toBeInstanceOf(LockAcquisitionError);
+      const votes = error.attempts[0].votes;
+      for (const i of [0, 1, 2]) expect(votes[i].outcome, `${name} node ${i}`).toBe("error");
+      expect(error.attempts[0].granted).toBeLessThanOrEqual(2);
+      await Promise.all([0, 1, 2].map((i) => env.admins[i].reset()));
+      await settle(env);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(await held(key), name).toBe(0);
+      for (const text of [...texts(error), ...texts(error.attempts), ...logged]) {
+        for (const t of tokens) expect(text, name).not.toContain(t);
+        expect(text, name).not.toMatch(/command was|redis\.call|[0-9a-f]{40}/);
+      }
+    }
+  });
+
+  it("a release that overtakes acquire stragglers on two slow nodes: the follow-up release takes them back", async () => {
+    await loadScripts(env);
+    await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 300 })));
+    const redlock = new Redlock(clients(), { retryCount: 0, nodeTimeout: 1_000 });
+    const keys = Array.from({ length: 3 }, (_, i) => `sc-overtaken:${i}`);
+    const locks = await Promise.all(keys.map((k) => redlock.acquire([k], 10_000)));
+    await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 0 })));
+    const results = await Promise.all(locks.map((l) => l.release()));
+    for (const r of results) for (const i of [3, 4]) expect(["denied", "unanswered"]).toContain(r.votes[i].outcome);
+    await Promise.all(results.map((r) => r.pending));
+    await settle(env);
+    for (const k of keys) expect(await held(k), k).toBe(0);
+  });
+});

@@ -1,0 +1,40 @@
+// Review 21 (fixed: the state is back in the module WeakMap): a Lock's state had moved into a private field (#state). What a debugger
+// shows of a logged lock (Chrome DevTools on Node, `wrangler dev` DevTools on workerd: the inspector
+// protocol's Runtime.getProperties) now includes its private fields, so `#state.value` — the lock value
+// that `value` keeps behind a getter "so logging the lock does not print it" — is listed without invoking
+// any getter. With the WeakMap it was not among the lock's properties at all.
+import { Session } from "node:inspector/promises";
+import { expect, it } from "vitest";
+import { Redlock } from "../../src/index.ts";
+import { memoryNodes } from "../../src/testing/index.ts";
+
+interface RemoteProperty { name: string; value?: { value?: unknown; objectId?: string } }
+
+it("the inspector protocol lists no data property of a lock (own or private, one level down) that holds its value", async () => {
+  const redlock = new Redlock(memoryNodes(3), { retryCount: 0 });
+  const lock = await redlock.acquire(["inspected"], 5_000);
+  const session = new Session();
+  session.connect();
+  try {
+    (globalThis as { __review21Lock?: unknown }).__review21Lock = lock;
+    const { result } = await session.post("Runtime.evaluate", { expression: "globalThis.__review21Lock" });
+    const seen: unknown[] = [];
+    const walk = async (objectId: string, depth: number) => {
+      const props = (await session.post("Runtime.getProperties", { objectId, ownProperties: true })) as {
+        result: RemoteProperty[];
+        privateProperties?: RemoteProperty[];
+      };
+      for (const p of [...props.result, ...(props.privateProperties ?? [])]) {
+        if (p.value?.value !== undefined) seen.push(p.value.value);
+        if (p.value?.objectId && depth > 0) await walk(p.value.objectId, depth - 1);
+      }
+    };
+    await walk(result.objectId as string, 1);
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen).not.toContain(lock.value);
+  } finally {
+    delete (globalThis as { __review21Lock?: unknown }).__review21Lock;
+    session.disconnect();
+    await lock.release();
+  }
+});
