@@ -94,15 +94,23 @@ describe("npm start without redis-server (memory nodes)", () => {
   it("every curl line of the README's demo section gets its documented answer", () => {
     const lines = readmeLines();
     expect(lines.length).toBeGreaterThanOrEqual(9);
+    let before = "";
     for (const { line, expected } of lines) {
       const printed = sh(line);
-      if (expected === undefined) continue;
+      if (expected === undefined) {
+        before = `${line}\n  printed:    ${printed}`; // shown when the line after it fails
+        continue;
+      }
       if (line.includes("gadget")) {
         // The unsafe race: how far it oversells varies; that it does, does not.
         const stock = JSON.parse(printed) as { reserved: number; orders: number; oversold: number };
         expect(stock.orders, printed).toBeGreaterThan(stock.reserved);
         expect(stock.oversold, printed).toBeGreaterThan(0);
-      } else expect(matches(printed, expected), `${line}\n  printed:    ${printed}\n  documented: ${expected}`).toBe(true);
+      } else
+        expect(matches(printed, expected), `${line}\n  printed:    ${printed}\n  documented: ${expected}\n  after: ${before}`).toBe(
+          true,
+        );
+      before = "";
     }
   }, 120_000);
 

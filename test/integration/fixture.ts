@@ -1,6 +1,7 @@
 // One real five-node cluster per test file; faults, counters and data cleared before each test.
 import { Redis as TcpRedis } from "ioredis";
-import { afterAll, beforeAll, beforeEach } from "vitest";
+import { inspect } from "node:util";
+import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import { nodeAdmin, settle as settleAdmins } from "../../dev/admin.ts";
 import { startCluster, type Cluster } from "../../dev/cluster.ts";
 import { upstashNode, type RedlockNode } from "../../src/index.ts";
@@ -102,3 +103,26 @@ export async function settle(fixture: Fixture, timeoutMs = 3_000): Promise<void>
   while (fixture.outstanding.size > 0) await Promise.allSettled([...fixture.outstanding]);
   await settleAdmins(fixture.admins, timeoutMs);
 }
+
+/**
+ * What `console.warn` printed during each test of the file, one string per call (as the console would print
+ * it, objects inspected), emptied before each test; the console is given back after each.
+ */
+export function capturedWarnings(): string[] {
+  const logged: string[] = [];
+  const original = console.warn;
+  beforeEach(() => {
+    logged.length = 0;
+    console.warn = (...args: unknown[]) => void logged.push(args.map((a) => inspect(a, { depth: 10 })).join(" "));
+  });
+  afterEach(() => void (console.warn = original));
+  return logged;
+}
+
+/** Every way a thing can end up in a log: as a string, as JSON, inspected with its hidden parts, its stack. */
+export const textsOf = (thing: unknown): string[] => [
+  String(thing),
+  JSON.stringify(thing) ?? "",
+  inspect(thing, { depth: 10, showHidden: true }),
+  (thing as Error)?.stack ?? "",
+];

@@ -4,23 +4,16 @@
 // What must hold: an unknown outcome (HTTP error, garbage, timeout, cut, script error) is never a vote for;
 // no lock is reported held without a quorum; nothing is left after a failed attempt or a release (stragglers
 // and requests that reached a paused Redis included); no token, lock value or command in any error or log.
-import { inspect } from "node:util";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, Redlock, type Lock } from "../../src/index.ts";
-import { loadScripts, settle, useCluster } from "./fixture.ts";
+import { capturedWarnings, loadScripts, settle, textsOf, useCluster } from "./fixture.ts";
 
 const env = useCluster();
 const config = () => env.cluster.nodes.map(({ url, token }) => ({ url, token }));
 const held = async (key: string) => (await Promise.all(env.tcp.map((t) => t.exists(key)))).reduce((a, b) => a + b, 0);
-const texts = (thing: unknown): string[] => [String(thing), JSON.stringify(thing) ?? "", inspect(thing, { depth: 10, showHidden: true }), (thing as Error)?.stack ?? ""];
+const texts = textsOf;
 
-const logged: string[] = [];
-const originalWarn = console.warn;
-beforeEach(() => {
-  logged.length = 0;
-  console.warn = (...args: unknown[]) => void logged.push(args.map((a) => inspect(a, { depth: 10 })).join(" "));
-});
-afterEach(() => void (console.warn = originalWarn));
+const logged = capturedWarnings();
 
 type Fault = { status?: number; garbage?: "html" | "text" | "json-shape" | "truncated" | "empty"; cut?: boolean; hang?: boolean; latencyMs?: number };
 

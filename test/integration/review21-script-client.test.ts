@@ -2,24 +2,17 @@
 // not the captured `request` function) on the real cluster: unknown outcomes are errors, never votes for;
 // @upstash/redis's ", command was: [...]" (value, Lua) never reaches an error, a tally or a log; acquire
 // stragglers that land after the release's own request are taken back by the follow-up release.
-import { inspect } from "node:util";
 import { Redis } from "@upstash/redis/cloudflare";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, Redlock } from "../../src/index.ts";
-import { loadScripts, settle, useCluster } from "./fixture.ts";
+import { capturedWarnings, loadScripts, settle, textsOf, useCluster } from "./fixture.ts";
 
 const env = useCluster();
 const held = async (key: string) => (await Promise.all(env.tcp.map((t) => t.exists(key)))).reduce((a, b) => a + b, 0);
-const texts = (thing: unknown): string[] => [String(thing), JSON.stringify(thing) ?? "", inspect(thing, { depth: 10, showHidden: true }), (thing as Error)?.stack ?? ""];
+const texts = textsOf;
 const clients = () => env.cluster.nodes.map((n) => new Redis({ url: n.url, token: n.token, retry: { retries: 0 }, enableAutoPipelining: false, automaticDeserialization: false }));
 
-const logged: string[] = [];
-const originalWarn = console.warn;
-beforeEach(() => {
-  logged.length = 0;
-  console.warn = (...args: unknown[]) => void logged.push(args.map((a) => inspect(a, { depth: 10 })).join(" "));
-});
-afterEach(() => void (console.warn = originalWarn));
+const logged = capturedWarnings();
 
 describe("a user-supplied Redis instance per node", () => {
   it("faults on 3 of 5 nodes: refused, their votes errors, cleanup leaves nothing, no token, value, SHA or command in any text", async () => {
