@@ -23,7 +23,7 @@ export function writeDevVars(path: string, vars: Record<string, string>): void {
     `${MARK} local nodes, rewritten by each run of \`edge-redlock dev\``,
     ...Object.entries(vars).map(([k, v]) => `${k}=${v}`),
   ];
-  const text = [...kept, ...(kept.length > 0 ? [""] : []), ...ours].join("\n") + "\n";
+  const text = `${[...kept, ...(kept.length > 0 ? [""] : []), ...ours].join("\n")}\n`;
   writeFileSync(path, text, { mode: 0o600 });
   chmodSync(path, 0o600); // an existing file keeps its mode on write
 }
