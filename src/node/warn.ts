@@ -47,6 +47,8 @@ export function warnOnFailure(node: RedlockNode, secrets: readonly string[]): Re
  */
 export function failureText(error: unknown): string {
   const text = errorText(error);
+  // `@upstash/redis` words an error status whose body names no error as `${body.error}`: "undefined" or "null".
+  if (text === "undefined" || text === "null") return "HTTP error status without an error text";
   const cause = (error as { cause?: { code?: unknown; message?: unknown } } | undefined)?.cause;
   const detail = typeof cause?.code === "string" ? cause.code : typeof cause?.message === "string" ? cause.message : "";
   return detail && !text.includes(detail) ? `${text} (${detail})` : text;
