@@ -6,7 +6,7 @@
 // and requests that reached a paused Redis included); no token, lock value or command in any error or log.
 import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, Redlock, type Lock } from "../../src/index.ts";
-import { capturedWarnings, loadScripts, settle, textsOf, useCluster } from "./fixture.ts";
+import { capturedWarnings, loadScripts, releaseOvertakingStragglers, settle, textsOf, useCluster } from "./fixture.ts";
 
 const env = useCluster();
 const config = () => env.cluster.nodes.map(({ url, token }) => ({ url, token }));
@@ -101,19 +101,8 @@ describe("lone requests that land late (batching: false)", () => {
 
   it("acquire stragglers that land after the release's own request on their node (release overtakes them): the follow-up release takes them back", async () => {
     await loadScripts(env);
-    // The acquires to nodes 3 and 4 wait 300 ms at the bridge; the releases sent after them do not wait.
-    await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 300 })));
     const redlock = new Redlock(config(), { batching: false, retryCount: 0, nodeTimeout: 1_000 });
-    const keys = Array.from({ length: 4 }, (_, i) => `lone-overtaken:${i}`);
-    const locks = await Promise.all(keys.map((k) => redlock.acquire([k], 10_000)));
-    for (const lock of locks) expect(lock.validityMs).toBeGreaterThan(0);
-    await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 0 })));
-    const results = await Promise.all(locks.map((l) => l.release()));
-    // Decided at a quorum of answers: on 3 and 4 the release found nothing (the acquire had not run yet) or is unanswered.
-    for (const r of results) for (const i of [3, 4]) expect(["denied", "unanswered"]).toContain(r.votes[i].outcome);
-    await Promise.all(results.map((r) => r.pending));
-    await settle(env);
-    for (const k of keys) expect(await held(k), k).toBe(0);
+    await releaseOvertakingStragglers(env, redlock, "lone-overtaken", 4);
   });
 
   it("an extension still on its way when the release overtakes it on every node: the extension fails, reports released, re-creates nothing", async () => {

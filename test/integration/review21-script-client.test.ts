@@ -5,7 +5,7 @@
 import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, Redlock } from "../../src/index.ts";
-import { capturedWarnings, loadScripts, settle, textsOf, useCluster } from "./fixture.ts";
+import { capturedWarnings, loadScripts, releaseOvertakingStragglers, settle, textsOf, useCluster } from "./fixture.ts";
 
 const env = useCluster();
 const held = async (key: string) => (await Promise.all(env.tcp.map((t) => t.exists(key)))).reduce((a, b) => a + b, 0);
@@ -41,15 +41,7 @@ describe("a user-supplied Redis instance per node", () => {
 
   it("a release that overtakes acquire stragglers on two slow nodes: the follow-up release takes them back", async () => {
     await loadScripts(env);
-    await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 300 })));
     const redlock = new Redlock(clients(), { retryCount: 0, nodeTimeout: 1_000 });
-    const keys = Array.from({ length: 3 }, (_, i) => `sc-overtaken:${i}`);
-    const locks = await Promise.all(keys.map((k) => redlock.acquire([k], 10_000)));
-    await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 0 })));
-    const results = await Promise.all(locks.map((l) => l.release()));
-    for (const r of results) for (const i of [3, 4]) expect(["denied", "unanswered"]).toContain(r.votes[i].outcome);
-    await Promise.all(results.map((r) => r.pending));
-    await settle(env);
-    for (const k of keys) expect(await held(k), k).toBe(0);
+    await releaseOvertakingStragglers(env, redlock, "sc-overtaken", 3);
   });
 });
