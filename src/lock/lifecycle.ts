@@ -137,7 +137,8 @@ export class Lifecycle {
         (async () => {
           // Where this release deleted the keys, the acquire had run before it: nothing can land after.
           if ((await round.settled[node]).outcome === "granted") return;
-          if ((await acquired).outcome !== "denied") await rounds.ask(node, script, keys, args);
+          // A refused acquire set nothing, but a fair one may have put the ticket back in line: LEAVE takes it out.
+          if ((await acquired).outcome !== "denied" || queue) await rounds.ask(node, script, keys, args);
         })(),
       );
     }

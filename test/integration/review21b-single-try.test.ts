@@ -1,0 +1,330 @@
+// Review of 8b21d1d (a single try releases with the classic RELEASE, not LEAVE), on five real redis-server
+// nodes behind the REST bridge. Every request is recorded with its ARGV, so the single tries' tickets are
+// known; the queues are read straight from each redis-server (ZRANGE, raw: lapsed entries included).
+import { Hono } from "hono";
+import { describe, expect, it } from "vitest";
+import { LockAcquisitionError, Redlock, type Lock, type Permit, type RedlockNode } from "../../src/index.ts";
+import { redlock as redlockMiddleware, semaphore as semaphoreMiddleware } from "../../src/hono/index.ts";
+import { loadScripts, releaseOvertakingStragglers, settle, useCluster } from "./fixture.ts";
+
+const env = useCluster();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const QUEUE = (key: string) => `edge-redlock:queue:${key}`;
+const SEM_QUEUE = (key: string) => `edge-redlock:semaphore-queue:${key}`;
+
+interface Sent {
+  node: number;
+  script: string;
+  keys: string[];
+  args: string[];
+}
+
+/** The fixture's nodes, each request recorded with its keys and ARGV. */
+function recording() {
+  const log: Sent[] = [];
+  const nodes: RedlockNode[] = env.nodes.map((n, node) => ({
+    label: n.label,
+    run(script, keys, args, signal) {
+      log.push({ node, script: script.name, keys: [...keys], args: args.map(String) });
+      return n.run(script, keys, args, signal);
+    },
+  }));
+  return { nodes, log };
+}
+
+/** Tickets sent with the enqueue flag "0" (single tries) and "1" (waiters), by the fair acquire scripts. */
+function tickets(log: Sent[]) {
+  const single = new Set<string>();
+  const waiting = new Set<string>();
+  for (const s of log)
+    if (s.script === "fair-acquire" || s.script === "fair-semaphore-acquire") (s.args[5] === "0" ? single : waiting).add(s.args[3]);
+  return { single, waiting };
+}
+
+/** Samples every node's queue every few ms until stopped: every member ever seen. */
+function watchQueues(queue: string) {
+  const seen = new Set<string>();
+  let on = true;
+  const done = (async () => {
+    while (on) {
+      for (const members of await Promise.all(env.tcp.map((c) => c.zrange(queue, 0, -1)))) for (const m of members) seen.add(m);
+      await sleep(3);
+    }
+  })();
+  return {
+    seen,
+    stop: async () => {
+      on = false;
+      await done;
+    },
+  };
+}
+
+/** Live entries of a queue on one node, read atomically: deadline after the queue's own clock. */
+const LIVE = `local left = redis.call("PTTL", KEYS[1])
+if left < 0 then return 0 end
+return redis.call("ZCOUNT", KEYS[1], "(" .. (3600000 - left), "+inf")`;
+
+async function queueMembers(queue: string): Promise<string[][]> {
+  return Promise.all(env.tcp.map((c) => c.zrange(queue, 0, -1)));
+}
+
+describe("single tries racing waiters (real cluster, late requests)", () => {
+  it("mutex: single tries (retryCount 0 / maxWait 0) never enter a queue, release with RELEASE, leave no key; waiters use LEAVE", async () => {
+    await loadScripts(env);
+    const { nodes, log } = recording();
+    await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 120 })));
+    const watch = watchQueues(QUEUE("race"));
+    let inside = 0;
+    let overlaps = 0;
+    const singleValues = new Set<string>();
+    const waitedValues = new Set<string>();
+    const hold = async (lock: Lock) => {
+      if (++inside > 1) overlaps++;
+      await sleep(15);
+      inside--;
+      await (await lock.release()).pending;
+    };
+    const end = Date.now() + 1_500;
+    let waitersServed = 0;
+    let waiterGaveUp = 0;
+    let singleRefused = 0;
+    await Promise.all([
+      // Two waiters with pauses: a busy line of three never emptied (single tries, rightly, never won then).
+      ...Array.from({ length: 2 }, async () => {
+        const rl = new Redlock(nodes);
+        while (Date.now() < end) {
+          try {
+            const lock = await rl.acquire(["race"], 1_000, { maxWait: 4_000 });
+            waitedValues.add(lock.value);
+            waitersServed++;
+            await hold(lock);
+            await sleep(60); // gaps in the line, so single tries win some
+          } catch (e) {
+            if (!(e instanceof LockAcquisitionError)) throw e;
+            waiterGaveUp++;
+          }
+        }
+      }),
+      ...Array.from({ length: 4 }, async (_, c) => {
+        const rl = new Redlock(nodes);
+        while (Date.now() < end) {
+          try {
+            const lock = await rl.acquire(["race"], 1_000, c % 2 ? { retryCount: 0 } : { maxWait: 0 });
+            singleValues.add(lock.value);
+            await hold(lock);
+          } catch (e) {
+            if (!(e instanceof LockAcquisitionError)) throw e;
+            singleRefused++;
+            await sleep(5);
+          }
+        }
+      }),
+    ]);
+    await Promise.all(env.admins.map((a) => a.faults({ latencyMs: 0 })));
+    await settle(env);
+    await watch.stop();
+    const { single, waiting } = tickets(log);
+    const left = await queueMembers(QUEUE("race"));
+    console.log(
+      `mutex race: waiters served ${waitersServed} (gave up ${waiterGaveUp}), single tries won ${singleValues.size} (refused ${singleRefused}); ` +
+        `queue members left per node ${left.map((m) => m.length).join(",")}; single tickets ${single.size}, waiting ${waiting.size}`,
+    );
+    expect(overlaps).toBe(0);
+    expect(waiterGaveUp).toBe(0);
+    expect(singleValues.size).toBeGreaterThan(0); // the path under review ran
+    // No single try's ticket was ever seen in any queue on any node, nor is one left.
+    expect([...single].filter((t) => watch.seen.has(t))).toEqual([]);
+    expect(left.flat().filter((t) => single.has(t))).toEqual([]);
+    // Releases: RELEASE over the resource alone for single tries, LEAVE with the queue for waited locks.
+    for (const s of log.filter((s) => s.script === "release" || s.script === "leave")) {
+      if (singleValues.has(s.args[0])) expect([s.script, s.keys, s.args.length]).toEqual(["release", ["race"], 1]);
+      if (waitedValues.has(s.args[0])) expect([s.script, s.keys]).toEqual(["leave", ["race", QUEUE("race")]]);
+    }
+    expect(await Promise.all(env.tcp.map((c) => c.exists("race")))).toEqual([0, 0, 0, 0, 0]);
+    // A fresh waiter is not held up by anything left behind.
+    const began = Date.now();
+    const after = await new Redlock(env.nodes).acquire(["race"], 1_000, { maxWait: 2_000 });
+    expect({ attempts: after.attempts, fast: Date.now() - began < 200 }).toEqual({ attempts: 1, fast: true });
+    await after.release();
+    await settle(env);
+  });
+
+  it("semaphore (limit 2): single tries never enter the semaphore queue and release with RELEASE; never 3 inside", async () => {
+    await loadScripts(env);
+    const { nodes, log } = recording();
+    await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 120 })));
+    const watch = watchQueues(SEM_QUEUE("sem-race"));
+    let inside = 0;
+    let over = 0;
+    const singleValues = new Set<string>();
+    const waitedValues = new Set<string>();
+    const hold = async (permit: Permit) => {
+      if (++inside > 2) over++;
+      await sleep(15);
+      inside--;
+      await (await permit.release()).pending;
+    };
+    const end = Date.now() + 1_500;
+    let waiterGaveUp = 0;
+    await Promise.all([
+      ...Array.from({ length: 3 }, async () => {
+        const s = new Redlock(nodes).semaphore("sem-race", 2);
+        while (Date.now() < end) {
+          try {
+            const permit = await s.acquire(1_000, { maxWait: 4_000 });
+            waitedValues.add(permit.value);
+            await hold(permit);
+            await sleep(40);
+          } catch (e) {
+            if (!(e instanceof LockAcquisitionError)) throw e;
+            waiterGaveUp++;
+          }
+        }
+      }),
+      ...Array.from({ length: 4 }, async (_, c) => {
+        const s = new Redlock(nodes).semaphore("sem-race", 2);
+        while (Date.now() < end) {
+          try {
+            const permit = await s.acquire(1_000, c % 2 ? { retryCount: 0 } : { maxWait: 0 });
+            singleValues.add(permit.value);
+            await hold(permit);
+          } catch (e) {
+            if (!(e instanceof LockAcquisitionError)) throw e;
+            await sleep(5);
+          }
+        }
+      }),
+    ]);
+    await Promise.all(env.admins.map((a) => a.faults({ latencyMs: 0 })));
+    await settle(env);
+    await watch.stop();
+    const { single } = tickets(log);
+    const left = await queueMembers(SEM_QUEUE("sem-race"));
+    console.log(`semaphore race: single tries won ${singleValues.size}, waited ${waitedValues.size}; queue left ${left.map((m) => m.length).join(",")}`);
+    expect(over).toBe(0);
+    expect(waiterGaveUp).toBe(0);
+    expect(singleValues.size).toBeGreaterThan(0);
+    expect([...single].filter((t) => watch.seen.has(t))).toEqual([]);
+    expect(left.flat().filter((t) => single.has(t))).toEqual([]);
+    for (const s of log.filter((s) => s.script === "release" || s.script === "leave")) {
+      if (singleValues.has(s.args[0])) expect([s.script, s.args.length]).toEqual(["release", 1]);
+      if (waitedValues.has(s.args[0])) expect(s.script).toBe("leave");
+    }
+    for (let slot = 0; slot < 2; slot++)
+      expect(await Promise.all(env.tcp.map((c) => c.exists(`edge-redlock:semaphore:sem-race:${slot}`)))).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it("Hono middlewares with the default wait (0): their requests carry enqueue '0', their releases are RELEASE, no ticket is queued", async () => {
+    await loadScripts(env);
+    const { nodes, log } = recording();
+    const rl = new Redlock(nodes);
+    const app = new Hono();
+    app.post("/m", redlockMiddleware("mw", { redlock: rl, ttl: 1_000 }), async (c) => {
+      await sleep(10);
+      return c.text("ok");
+    });
+    app.post("/s", semaphoreMiddleware("mw-sem", { limit: 1, ttl: 1_000, redlock: rl }), async (c) => {
+      await sleep(10);
+      return c.text("ok");
+    });
+    await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 120 })));
+    const watchM = watchQueues(QUEUE("mw"));
+    const watchS = watchQueues(SEM_QUEUE("mw-sem"));
+    // Waiters that do wait, alongside.
+    const waiter = new Redlock(env.nodes);
+    const statuses: number[] = [];
+    await Promise.all([
+      ...Array.from({ length: 6 }, async (_, i) => {
+        await sleep(i * 20);
+        statuses.push((await app.request("/m", { method: "POST" })).status);
+        statuses.push((await app.request("/s", { method: "POST" })).status);
+      }),
+      (async () => {
+        const lock = await waiter.acquire(["mw"], 1_000, { maxWait: 4_000 });
+        await sleep(20);
+        await lock.release();
+      })(),
+      (async () => {
+        const permit = await waiter.semaphore("mw-sem", 1).acquire(1_000, { maxWait: 4_000 });
+        await sleep(20);
+        await permit.release();
+      })(),
+    ]);
+    await Promise.all(env.admins.map((a) => a.faults({ latencyMs: 0 })));
+    await settle(env);
+    await Promise.all([watchM.stop(), watchS.stop()]);
+    console.log(`hono statuses ${statuses.sort().join(",")}`);
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(0);
+    const fairSent = log.filter((s) => s.script === "fair-acquire" || s.script === "fair-semaphore-acquire");
+    expect(fairSent.length).toBeGreaterThan(0);
+    expect(fairSent.every((s) => s.args[5] === "0")).toBe(true);
+    expect(log.filter((s) => s.script === "leave")).toEqual([]);
+    const { single } = tickets(log);
+    expect([...single].filter((t) => watchM.seen.has(t) || watchS.seen.has(t))).toEqual([]);
+    expect(await Promise.all(env.tcp.map((c) => c.exists("mw")))).toEqual([0, 0, 0, 0, 0]);
+    expect(await Promise.all(env.tcp.map((c) => c.exists("edge-redlock:semaphore:mw-sem:0")))).toEqual([0, 0, 0, 0, 0]);
+  });
+});
+
+describe("a lock acquired with waiting, denied and queued by a minority (real cluster)", () => {
+  it("releases with LEAVE and takes its ticket out where it was queued", async () => {
+    await loadScripts(env);
+    const { nodes, log } = recording();
+    // A leftover key on nodes 3 and 4: they deny and queue the waiter; 0..2 grant it.
+    await Promise.all([3, 4].map((i) => env.tcp[i].set("queued", "someone-else", "PX", 3_000)));
+    const lock = await new Redlock(nodes).acquire(["queued"], 2_000);
+    await settle(env);
+    const ticket = tickets(log).waiting;
+    expect(ticket.size).toBe(1);
+    const [t] = ticket;
+    expect((await queueMembers(QUEUE("queued"))).map((m) => m.includes(t))).toEqual([false, false, false, true, true]);
+    await (await lock.release()).pending;
+    await settle(env);
+    expect(log.filter((s) => s.script === "leave" || s.script === "release").map((s) => [s.script, s.keys])).toEqual(
+      Array(5).fill(["leave", ["queued", QUEUE("queued")]]),
+    );
+    expect((await queueMembers(QUEUE("queued"))).flat()).toEqual([]);
+    expect(await Promise.all(env.tcp.map((c) => c.get("queued")))).toEqual([null, null, null, "someone-else", "someone-else"]);
+  });
+
+  it("the same single try (retryCount 0) is never queued there and releases with RELEASE", async () => {
+    await loadScripts(env);
+    const { nodes, log } = recording();
+    await Promise.all([3, 4].map((i) => env.tcp[i].set("queued1", "someone-else", "PX", 3_000)));
+    const lock = await new Redlock(nodes).acquire(["queued1"], 2_000, { retryCount: 0 });
+    await settle(env);
+    expect((await queueMembers(QUEUE("queued1"))).flat()).toEqual([]);
+    await (await lock.release()).pending;
+    await settle(env);
+    expect(log.filter((s) => s.script === "leave" || s.script === "release").map((s) => [s.script, s.keys])).toEqual(
+      Array(5).fill(["release", ["queued1"]]),
+    );
+    expect(await Promise.all(env.tcp.map((c) => c.get("queued1")))).toEqual([null, null, null, "someone-else", "someone-else"]);
+  });
+
+  it("single tries whose RELEASE overtakes their granting acquire on slow nodes: the late re-send removes the keys, no queue is made", async () => {
+    await loadScripts(env);
+    await releaseOvertakingStragglers(env, new Redlock(env.nodes, { retryCount: 0 }), "single-overtaken", 4);
+    for (let i = 0; i < 4; i++) expect(await Promise.all(env.tcp.map((c) => c.exists(QUEUE(`single-overtaken:${i}`))))).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it("a waited lock whose LEAVE overtakes its own acquire, denied and enqueued on slow nodes: the follow-up LEAVE takes the ticket out", async () => {
+    await loadScripts(env);
+    const { nodes, log } = recording();
+    await Promise.all([3, 4].map((i) => env.tcp[i].set("overtaken", "someone-else", "PX", 5_000)));
+    await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 300 })));
+    const lock = await new Redlock(nodes).acquire(["overtaken"], 2_000);
+    await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 0 })));
+    const released = await lock.release();
+    await released.pending;
+    await settle(env);
+    const [t] = tickets(log).waiting;
+    // Found by review 21b (it was so before 8b21d1d): the LEAVE reached nodes 4 and 5 before the acquire, which
+    // was then denied there and put the ticket in line; release() re-sent only where the straggler was not
+    // denied, so the ticket stayed live there until its lease ran out. A fair lock's follow-up LEAVE now runs
+    // on such nodes too.
+    expect((await queueMembers(QUEUE("overtaken"))).map((m) => m.includes(t))).toEqual([false, false, false, false, false]);
+    expect(await Promise.all(env.tcp.map((c) => c.eval(LIVE, 1, QUEUE("overtaken")).then(Number)))).toEqual([0, 0, 0, 0, 0]);
+  });
+});
