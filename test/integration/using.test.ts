@@ -123,7 +123,10 @@ describe("using on the real cluster", () => {
     // Another holder on nodes 0-2; nodes 3-4 free, so every attempt sets keys there and must undo them.
     for (const tcp of env.tcp.slice(0, 3)) await tcp.set("using:g", "third-party", "PX", 10_000);
     await loadScripts(env); // one EVALSHA per request: the latency below delays each request once
-    await env.admins[3].faults({ latencyMs: 100 }); // its acquire lands after the round is decided
+    // Its acquire lands after the round is decided. The abort waits for the last one to land and for its
+    // release (each delayed alike): 2 × 80 ms at most, inside the bound below with room for the machine (with
+    // 100 ms the worst case was 200 ms plus overheads, over the bound whenever the abort followed a send).
+    await env.admins[3].faults({ latencyMs: 80 });
     const controller = new AbortController();
     const waiting = redlock({ retryCount: -1, retryDelay: 30, retryJitter: 10 }).acquire(["using:g"], 10_000, { signal: controller.signal });
     await sleep(420);
