@@ -11,7 +11,6 @@ import { capturedWarnings, loadScripts, releaseOvertakingStragglers, settle, tex
 const env = useCluster();
 const config = () => env.cluster.nodes.map(({ url, token }) => ({ url, token }));
 const held = async (key: string) => (await Promise.all(env.tcp.map((t) => t.exists(key)))).reduce((a, b) => a + b, 0);
-const texts = textsOf;
 
 const logged = capturedWarnings();
 
@@ -55,7 +54,7 @@ describe("lone requests (batching: false) under every fault: errors only, never 
         await settle(env);
         await new Promise((r) => setTimeout(r, 50));
         expect(await held(key), `${name}: keys left`).toBe(0);
-        const all = [...texts(error), ...texts(error.attempts), ...logged];
+        const all = [...textsOf(error), ...textsOf(error.attempts), ...logged];
         for (const text of all) {
           for (const t of tokens) expect(text, name).not.toContain(t);
           expect(text, name).not.toMatch(/command was/);
@@ -78,7 +77,7 @@ describe("lone requests (batching: false) under every fault: errors only, never 
     const released = await lock.release();
     await released.pending;
     for (const i of [0, 1, 2]) expect(released.votes[i]).toMatchObject({ outcome: "error", cause: expect.stringMatching(/^WRONGTYPE/) });
-    for (const text of [...texts(extension), ...texts(released), ...logged]) {
+    for (const text of [...textsOf(extension), ...textsOf(released), ...logged]) {
       expect(text).not.toContain(value);
       expect(text).not.toMatch(/command was|redis\.call/);
     }

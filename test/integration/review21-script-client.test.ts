@@ -9,7 +9,6 @@ import { capturedWarnings, loadScripts, releaseOvertakingStragglers, settle, tex
 
 const env = useCluster();
 const held = async (key: string) => (await Promise.all(env.tcp.map((t) => t.exists(key)))).reduce((a, b) => a + b, 0);
-const texts = textsOf;
 const clients = () => env.cluster.nodes.map((n) => new Redis({ url: n.url, token: n.token, retry: { retries: 0 }, enableAutoPipelining: false, automaticDeserialization: false }));
 
 const logged = capturedWarnings();
@@ -32,7 +31,7 @@ describe("a user-supplied Redis instance per node", () => {
       await settle(env);
       await new Promise((r) => setTimeout(r, 50));
       expect(await held(key), name).toBe(0);
-      for (const text of [...texts(error), ...texts(error.attempts), ...logged]) {
+      for (const text of [...textsOf(error), ...textsOf(error.attempts), ...logged]) {
         for (const t of tokens) expect(text, name).not.toContain(t);
         expect(text, name).not.toMatch(/command was|redis\.call|[0-9a-f]{40}/);
       }

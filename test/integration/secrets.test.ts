@@ -8,7 +8,7 @@ import { Redis } from "@upstash/redis/cloudflare";
 import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, Redlock, RedlockError, fencedWrite } from "../../src/index.ts";
 import { CLIENT_SETTINGS } from "../../src/node/upstash.ts";
 import { redlock as guard } from "../../src/hono/index.ts";
-import { useCluster } from "./fixture.ts";
+import { textsOf, useCluster } from "./fixture.ts";
 
 const env = useCluster();
 const logged: string[] = [];
@@ -19,8 +19,6 @@ beforeEach(() => {
 });
 afterEach(() => Object.assign(console, originals));
 
-/** Every way a thrown object or result can be turned into text. */
-const texts = (thing: unknown): string[] => [String(thing), JSON.stringify(thing) ?? "", inspect(thing, { depth: 10, showHidden: true }), (thing as Error)?.stack ?? ""];
 
 describe("secrets stay out of everything the library produces", () => {
   it("errors, tallies, results, locks and logs never contain a token or a lock value", async () => {
@@ -71,7 +69,7 @@ describe("secrets stay out of everything the library produces", () => {
     produced.push(await (await app.request("/m", { method: "POST" })).text());
 
     expect(produced.length).toBeGreaterThan(8);
-    const all = [...produced.flatMap(texts), ...logged];
+    const all = [...produced.flatMap(textsOf), ...logged];
     for (const text of all) {
       expect(text).not.toContain(token);
       for (const value of values) expect(text).not.toContain(value);
@@ -94,7 +92,7 @@ describe("secrets in node configuration and in what servers answer", () => {
       ["token with a space", { url, token: "abc SECRETTOKENTAIL" }, "SECRETTOKENTAIL"],
       ["token with a tab", { url, token: "abc\tSECRETTOKENTAIL" }, "SECRETTOKENTAIL"],
       ["token with a NUL", { url, token: "abc\u0000SECRETTOKENTAIL" }, "SECRETTOKENTAIL"],
-      ["token shorter than 8 characters (too short to be kept out of texts reliably)", { url, token: "s3cr3t7" }, "s3cr3t7"],
+      ["token shorter than 8 characters (too short to be kept out of textsOf reliably)", { url, token: "s3cr3t7" }, "s3cr3t7"],
     ];
     for (const [name, node, secret] of cases) {
       let thrown: unknown;
@@ -104,7 +102,7 @@ describe("secrets in node configuration and in what servers answer", () => {
         thrown = error;
       }
       expect(thrown, name).toBeInstanceOf(InvalidArgumentError);
-      for (const text of texts(thrown)) expect(text, name).not.toContain(secret);
+      for (const text of textsOf(thrown)) expect(text, name).not.toContain(secret);
     }
   });
 
@@ -134,7 +132,7 @@ describe("secrets in node configuration and in what servers answer", () => {
       expect(failure.reason).toBe("unreachable");
       expect(failure.attempts[0].votes.slice(0, 3).map((v) => v.outcome)).toEqual(["error", "error", "error"]);
       expect(failure.message).toContain("unauthorized"); // the server's words stay, the secrets go
-      for (const text of [...texts(error), ...logged]) {
+      for (const text of [...textsOf(error), ...logged]) {
         for (const token of [...tokens, ...env.cluster.nodes.map((n) => n.token)]) expect(text).not.toContain(token);
         expect(text).not.toContain("hunter2pass");
       }
@@ -162,7 +160,7 @@ describe("secrets through a user-supplied @upstash/redis instance, and the fenci
     const nodes = [...env.cluster.nodes.slice(0, 3).map((n) => instance(n.url, "Bearer-abc\nSECRETTOKENTAIL")), ...rest()];
     const error = await new Redlock(nodes, { retryCount: 0 }).acquire(["s:newline"], 2_000).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockAcquisitionError);
-    for (const text of [...texts(error), ...logged]) expect(text).not.toContain("SECRETTOKENTAIL");
+    for (const text of [...textsOf(error), ...logged]) expect(text).not.toContain("SECRETTOKENTAIL");
   });
 
   it("a token with a comma, echoed by the server after 'Bearer': redacted whole", async () => {
@@ -171,7 +169,7 @@ describe("secrets through a user-supplied @upstash/redis instance, and the fenci
       const nodes = [...[0, 1, 2].map(() => instance(echo.url, "AbCdEf,SECRETTOKENTAIL")), ...rest()];
       const error = await new Redlock(nodes, { retryCount: 0 }).acquire(["s:comma"], 2_000).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LockAcquisitionError);
-      for (const text of [...texts(error), ...logged]) expect(text).not.toContain("SECRETTOKENTAIL");
+      for (const text of [...textsOf(error), ...logged]) expect(text).not.toContain("SECRETTOKENTAIL");
     } finally {
       echo.server.close();
     }
@@ -184,7 +182,7 @@ describe("secrets through a user-supplied @upstash/redis instance, and the fenci
     const error = await fencedWrite(db, "s:data", payload, "12").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RedlockError);
     expect(String(error)).toContain("WRONGTYPE");
-    for (const text of texts(error)) {
+    for (const text of textsOf(error)) {
       expect(text).not.toMatch(/command was/);
       expect(text).not.toContain(payload);
       expect(text).not.toContain(env.cluster.nodes[0].token);
