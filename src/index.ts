@@ -6,7 +6,8 @@
  * package works on Node 20.19+ and 22.12+ (which load ES modules from it), not on older Node.
  * TypeScript resolves the types with `moduleResolution` `bundler` or `node16`/`nodenext` (CommonJS
  * projects included, TypeScript 5.8+). The Hono middlewares are `edge-redlock/hono`; the Lua scripts,
- * for people who write their own `RedlockNode`, are `edge-redlock/scripts`.
+ * for people who write their own `RedlockNode`, are `edge-redlock/scripts`; the mutex alone, for the smallest
+ * bundle, is `edge-redlock/mutex`.
  *
  * @example
  * ```ts
@@ -18,6 +19,7 @@
  * @module
  */
 export { Redlock } from "./redlock.ts";
+export { RedlockMutex } from "./redlock-mutex.ts";
 export type { NodeInput } from "./node/input.ts";
 export { Lock, type ReleaseResult } from "./lock/lock.ts";
 export { MAX_PERMITS, Permit, Semaphore } from "./semaphore/semaphore.ts";

@@ -1,33 +1,17 @@
-// The Redlock algorithm: acquire on a quorum within validity, release everywhere, retry at random.
-import { checkResources, checkRetryPolicy, checkTtl, checkUsing, resolveOptions } from "./check.ts";
-import { InvalidArgumentError, type LockExtensionError, type MaxHoldError } from "./errors.ts";
-import type { AcquireHooks } from "./events/acquire.ts";
-import { fenceKey } from "./fencing/tokens.ts";
-import { writeBackFence } from "./fencing/write-back.ts";
+// Redlock: the mutex (redlock-mutex.ts) and the factory of the other locks over the same nodes and rounds.
+import { checkResources } from "./check.ts";
 import { inspectResources, type Inspection } from "./lock/inspect.ts";
-import { holdWhile } from "./lock/keeper.ts";
-import { Lifecycle } from "./lock/lifecycle.ts";
-import { Lock, type ReleaseResult } from "./lock/lock.ts";
-import { Line, queueKey } from "./lock/queue.ts";
 import { nodesFromEnv, type EnvOptions } from "./node/env.ts";
-import { toNodes, type NodeInput } from "./node/input.ts";
-import type { RedlockNode } from "./node/node.ts";
-import {
-  defaultThreshold,
-  type AcquireOptions,
-  type RedlockOptions,
-  type ResolvedOptions,
-  type UsingOptions,
-} from "./options.ts";
-import type { Attempt } from "./quorum/retry.ts";
-import { Rounds } from "./quorum/rounds.ts";
-import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE } from "./scripts/fair.ts";
-import { ACQUIRE, FENCED_ACQUIRE } from "./scripts/lock.ts";
+import type { RedlockOptions } from "./options.ts";
+import { machineryOf, RedlockMutex } from "./redlock-mutex.ts";
 import { ReadWriteLock } from "./rwlock/read-write.ts";
 import { Semaphore } from "./semaphore/semaphore.ts";
 
 /**
- * The Redlock distributed lock over N independent Redis databases (5 recommended), spoken to over HTTP.
+ * The Redlock distributed lock over N independent Redis databases (5 recommended), spoken to over HTTP:
+ * the mutex ({@link RedlockMutex}: acquire, `using`, extend, release), and over the same nodes and options
+ * a semaphore, a read-write lock and inspection. A Worker that only needs the mutex imports `Redlock` from
+ * `edge-redlock/mutex` instead, and bundles none of the three.
  * @example
  * ```ts
  * const redlock = new Redlock([{ url, token }, ...fourMore]);
@@ -35,39 +19,7 @@ import { Semaphore } from "./semaphore/semaphore.ts";
  * try { await pay(42); } finally { await lock.release(); }
  * ```
  */
-export class Redlock {
-  readonly #rounds: Rounds;
-  readonly #lifecycle: Lifecycle;
-
-  /**
-   * A Redlock over `nodes`, each request to them bounded by `options.nodeTimeout`.
-   * @param nodes the databases, 5 recommended: `{ url, token }`, `@upstash/redis` instances, or your own {@link
-   *   RedlockNode}s
-   * @param options see {@link RedlockOptions}
-   * @throws {InvalidArgumentError} for a bad node or option (the message never repeats a URL or token)
-   */
-  constructor(nodes: readonly NodeInput[], options?: RedlockOptions) {
-    const resolved = Object.freeze(resolveOptions(options));
-    const { built, secrets } = toNodes(nodes, resolved.batching, resolved.warnings);
-    this.#rounds = new Rounds(Object.freeze(built), resolved, Object.freeze(secrets));
-    this.#lifecycle = new Lifecycle(this.#rounds);
-  }
-
-  /** The nodes, in the order given (tallies number them from 0 in this order). */
-  get nodes(): readonly RedlockNode[] {
-    return this.#rounds.nodes;
-  }
-
-  /** How many nodes must grant: floor(N/2) + 1. */
-  get quorum(): number {
-    return this.#rounds.quorum;
-  }
-
-  /** The options in force, defaults filled in. */
-  get options(): Readonly<ResolvedOptions> {
-    return this.#rounds.options;
-  }
-
+export class Redlock extends RedlockMutex {
   /**
    * A Redlock over the databases named in environment variables or Worker bindings:
    * `UPSTASH_REDIS_REST_URL_1` … `_N` and `UPSTASH_REDIS_REST_TOKEN_1` … `_N` (N = `options.nodes`, default 5).
@@ -78,102 +30,9 @@ export class Redlock {
    * export default { fetch: (req, env) => Redlock.fromEnv(env).using(...) };
    * ```
    */
-  static fromEnv(env: object, options?: RedlockOptions & EnvOptions): Redlock {
+  static override fromEnv(env: object, options?: RedlockOptions & EnvOptions): Redlock {
     const { nodes, ...rest } = options ?? {};
     return new Redlock(nodesFromEnv(env, { nodes }), rest);
-  }
-
-  /**
-   * Takes a lock on all `resources` for `ttl` ms. Each attempt: a fresh random value, the acquire
-   * script to every node at once, a decision as soon as the quorum is reached or impossible, and
-   * validity = ttl − elapsed − drift. A failed attempt is released on every node that may hold it,
-   * then retried after `retryDelay ± retryJitter`.
-   * @throws {InvalidArgumentError} before any request, for bad arguments.
-   * @throws {LockAcquisitionError} when every attempt failed; `reason` tells `held` from `unreachable`.
-   * @example
-   * ```ts
-   * const lock = await redlock.acquire(["user:7", "wallet:7"], 5_000, { signal: AbortSignal.timeout(2_000) });
-   * ```
-   */
-  async acquire(resources: string | readonly string[], ttl: number, options: AcquireOptions = {}): Promise<Lock> {
-    const keys = checkResources(resources);
-    checkTtl(ttl, this.options.nodeTimeout);
-    const policy = checkRetryPolicy(options, this.options);
-    if (options.fencing !== undefined && typeof options.fencing !== "boolean")
-      throw new InvalidArgumentError("options.fencing", "must be a boolean");
-    const fencing = options.fencing === true;
-    const fenceKeys = fencing ? keys.map(fenceKey) : [];
-    const rounds = this.#rounds;
-    const lifecycle = this.#lifecycle;
-    // Fair by default: one ticket for the whole acquisition; the queue keys ride in the same request.
-    // A single try (no retries) still respects the line, but never joins it.
-    const fair = (options.fair ?? this.options.fair) !== false;
-    const line = fair ? new Line(rounds.clock, keys.map(queueKey)) : undefined;
-    const script = line ? (fencing ? FENCED_FAIR_ACQUIRE : FAIR_ACQUIRE) : fencing ? FENCED_ACQUIRE : ACQUIRE;
-    const roundKeys = [...keys, ...(line?.queues ?? []), ...fenceKeys];
-    const args = (value: string) => [value, String(ttl), String(keys.length), ...(line?.args(policy.fair) ?? [])];
-    const leave = line && policy.fair ? () => lifecycle.leave(keys, line.queues, line.ticket) : undefined;
-    const attempt =
-      (hooks: AcquireHooks | undefined) =>
-      async (n: number): Promise<Attempt<Lock>> => {
-        const grant = await rounds.grant(script, roundKeys, args, policy.signal);
-        let round = grant.round;
-        let fence: string | undefined;
-        if (fencing && rounds.holds(round, ttl, grant.start))
-          ({ round, fence } = await writeBackFence(rounds, grant, keys, fenceKeys, policy.signal));
-        if (rounds.holds(round, ttl, grant.start)) {
-          hooks?.won(round);
-          // A single try never joined the queues (its requests said so): its release needs no LEAVE.
-          const queue = line && policy.fair ? { keys: line.queues, ticket: line.ticket } : undefined;
-          return { held: new Lock(keys, grant.value, n, fence, { ...lifecycle.held(grant, ttl), queue }) };
-        }
-        const failure = lifecycle.failed(n, round, grant, ttl, keys);
-        if (!line || !policy.fair) return failure;
-        const split = grant.round.granted > 0;
-        return { ...failure, waitMs: line.wait(grant.round, grant.start), settleFirst: split };
-      };
-    return lifecycle.acquisition("lock", keys, policy, attempt, { what: "lock", leave, nameNodes: true });
-  }
-
-  /**
-   * Runs `routine` while holding a lock on `resources`: acquires, extends automatically when
-   * `extendThreshold` ms of validity are left, and releases when the routine ends — also when it
-   * throws. Returns once a quorum answered the release ({@link ReleaseResult.pending} runs on).
-   * The routine's `signal` aborts the moment the lock is lost (reason: {@link LockExtensionError}),
-   * when `maxHold` is reached (reason: {@link MaxHoldError}) or when the caller's signal aborts.
-   * Resolves with the routine's value or rejects with its error.
-   * @example
-   * ```ts
-   * const summary = await redlock.using(["report:daily"], 5_000, async (signal) => {
-   *   for (const chunk of work) {
-   *     signal.throwIfAborted(); // the lock was lost
-   *     await process(chunk, { signal });
-   *   }
-   *   return "done";
-   * }, { maxHold: 60_000 });
-   * ```
-   */
-  async using<T>(
-    resources: string | readonly string[],
-    ttl: number,
-    routine: (signal: AbortSignal, lock: Lock) => Promise<T> | T,
-    options: UsingOptions = {},
-  ): Promise<T> {
-    const keep = checkUsing(ttl, routine, options, this.options.nodeTimeout);
-    const lock = await this.acquire(resources, ttl, options);
-    return holdWhile(lock, routine, { clock: this.options.clock, ttl, ...keep, signal: options?.signal });
-  }
-
-  /**
-   * When auto-extension starts by default: half the ttl left, and never less than nodeTimeout + 50 ms
-   * (an extension round may take up to nodeTimeout).
-   * @example
-   * ```ts
-   * redlock.defaultThreshold(10_000); // 5000
-   * ```
-   */
-  defaultThreshold(ttl: number): number {
-    return defaultThreshold(ttl, this.options.nodeTimeout);
   }
 
   /**
@@ -187,7 +46,8 @@ export class Redlock {
    * ```
    */
   semaphore(key: string, limit: number): Semaphore {
-    return new Semaphore(key, limit, this.#rounds, this.#lifecycle);
+    const { rounds, lifecycle } = machineryOf(this);
+    return new Semaphore(key, limit, rounds, lifecycle);
   }
 
   /**
@@ -202,7 +62,8 @@ export class Redlock {
    * ```
    */
   readWriteLock(key: string): ReadWriteLock {
-    return new ReadWriteLock(key, this.#rounds, this.#lifecycle);
+    const { rounds, lifecycle } = machineryOf(this);
+    return new ReadWriteLock(key, rounds, lifecycle);
   }
 
   /**
@@ -215,38 +76,6 @@ export class Redlock {
    * ```
    */
   inspect(resources: string | readonly string[]): Promise<Inspection> {
-    return inspectResources(this.#rounds, checkResources(resources));
-  }
-
-  /**
-   * Releases `lock` on every node, each request bounded by nodeTimeout. Deletes only keys that
-   * still hold the lock's value: releasing an expired or foreign lock deletes nothing and is not an error.
-   * Resolves as soon as a quorum of nodes answered (a hung node does not hold it up); the requests still
-   * running, and the follow-up releases for acquire replies still on their way, are in `pending`.
-   * From the call on the lock is dead: {@link Redlock.extend} refuses it, and an extension still in
-   * flight reports failure (and cannot set a key again: the extend script never creates one).
-   * @example
-   * ```ts
-   * const { released, pending } = await redlock.release(lock);
-   * ctx.waitUntil(pending);
-   * ```
-   */
-  release(lock: Lock): Promise<ReleaseResult> {
-    return this.#lifecycle.release(lock);
-  }
-
-  /**
-   * Extends `lock` to `ttl` ms from now on a quorum, with the same validity rule as acquire. A node
-   * moves the key's expiry only where it still holds the lock's value, and never shortens it.
-   * @throws {LockExtensionError} when the lock was released (reason `released`, nothing sent), was
-   * already past its validity (`lost`, nothing sent), or no quorum extended it in time: the lock must
-   * be treated as lost.
-   * @example
-   * ```ts
-   * await redlock.extend(lock, 10_000);
-   * ```
-   */
-  extend(lock: Lock, ttl: number): Promise<Lock> {
-    return this.#lifecycle.extend(lock, ttl);
+    return inspectResources(machineryOf(this).rounds, checkResources(resources));
   }
 }

@@ -10,33 +10,61 @@ import type { Lock } from "../lock/lock.ts";
 import { MissingConfigurationError } from "../node/env.ts";
 import { DEFAULTS } from "../options.ts";
 import { Redlock } from "../redlock.ts";
+import { RedlockMutex } from "../redlock-mutex.ts";
 import { anySignal } from "../support/clock.ts";
 
-/** A Redlock instance, or a factory of the request. */
-export type RedlockChoice<E extends Env> = Redlock | ((c: Context<E>) => Redlock);
+/**
+ * A Redlock instance, or a factory of the request. `R` is what the middleware needs: the `redlock()` middleware
+ * takes a {@link RedlockMutex} (so the `Redlock` of `edge-redlock` or of `edge-redlock/mutex`), the
+ * `semaphore()` and `readWrite()` middlewares the `Redlock` of `edge-redlock`.
+ */
+export type RedlockChoice<E extends Env, R extends RedlockMutex = Redlock> = R | ((c: Context<E>) => R);
+
+/** The class a middleware needs, and how its `redlock` option is named in an error when it is not one. */
+export interface RedlockNeed<R extends RedlockMutex> {
+  kind: (abstract new (...args: never[]) => R) & { fromEnv(env: object): R };
+  what: string;
+}
+
+/** The `redlock()` middleware's need: a Redlock of either entry. */
+export const ANY_REDLOCK: RedlockNeed<RedlockMutex> = {
+  kind: RedlockMutex,
+  what: "a Redlock (of edge-redlock or of edge-redlock/mutex)",
+};
+
+/** The `semaphore()` and `readWrite()` middlewares' need: the Redlock of `edge-redlock`. */
+export const FULL_REDLOCK: RedlockNeed<Redlock> = {
+  kind: Redlock,
+  what: "a Redlock of edge-redlock (the one of edge-redlock/mutex has no semaphore() or readWriteLock())",
+};
 
 const DEFAULT_LOST_HEADER = "Lock-Lost";
-const fromEnvCache = new Map<string, Redlock>();
+const fromEnvCache = new Map<string, RedlockMutex>();
 const reportedMissing = new Set<string>();
 
 /** The options both middlewares check when the route is defined (not on the first request). */
-export function checkHoldOptions(options: {
-  ttl: number;
-  redlock?: unknown;
-  wait?: unknown;
-  maxHold?: number;
-  lostHeader?: string;
-  serverTiming?: unknown;
-}): string {
+export function checkHoldOptions<R extends RedlockMutex>(
+  options: {
+    ttl: number;
+    redlock?: unknown;
+    wait?: unknown;
+    maxHold?: number;
+    lostHeader?: string;
+    serverTiming?: unknown;
+  },
+  need: RedlockNeed<R>,
+): string {
+  const given = options.redlock;
+  if (given !== undefined && typeof given !== "function" && !(given instanceof need.kind))
+    throw new InvalidArgumentError(
+      "options.redlock",
+      `must be ${need.what}, or a function of the request returning one`,
+    );
   // The ttl must exceed the nodeTimeout of the Redlock used: the given one's, or the default's (a factory's is
   // checked per request).
   checkTtl(
     options.ttl,
-    options.redlock instanceof Redlock
-      ? options.redlock.options.nodeTimeout
-      : typeof options.redlock === "function"
-        ? 0
-        : DEFAULTS.nodeTimeout,
+    given instanceof need.kind ? given.options.nodeTimeout : typeof given === "function" ? 0 : DEFAULTS.nodeTimeout,
   );
   if (typeof options.wait === "number") checkDuration("options.wait", options.wait);
   checkDuration("options.maxHold", options.maxHold, 1);
@@ -51,27 +79,36 @@ export function checkHoldOptions(options: {
 
 /**
  * The Redlock for this request: the given one, the factory's, or one built once per isolate by
- * `Redlock.fromEnv` from `c.env` when it holds the variables (any runtime), else from the runtime's
- * environment. Missing configuration answers 500 naming the variables and the source read (logged once).
+ * `fromEnv` of the class needed from `c.env` when it holds the variables (any runtime), else from the runtime's
+ * environment (a `Redlock` built for one middleware serves the `redlock()` middleware too). Missing configuration
+ * answers 500 naming the variables and the source read (logged once).
+ * @throws {InvalidArgumentError} when the factory returns anything but the class needed.
  */
-export function pickRedlock<E extends Env>(c: Context<E>, given: RedlockChoice<E> | undefined): Redlock | Response {
+export function pickRedlock<E extends Env, R extends RedlockMutex>(
+  c: Context<E>,
+  given: RedlockChoice<E, R> | undefined,
+  need: RedlockNeed<R>,
+): R | Response {
   let vars: Record<string, unknown> = {};
   let source = "the redlock option's factory";
   try {
-    if (given instanceof Redlock) return given;
-    if (typeof given === "function") return given(c);
+    if (given instanceof need.kind) return given;
+    if (typeof given === "function") {
+      const made: unknown = given(c);
+      if (made instanceof need.kind) return made;
+      throw new InvalidArgumentError("options.redlock", `must return ${need.what}`);
+    }
     ({ vars, source } = variablesOf(c as Context));
     const id = Object.keys(vars)
       .filter((name) => name.startsWith("UPSTASH_REDIS_REST_"))
       .sort()
       .map((name) => `${name}=${String(vars[name])}`)
       .join("\n");
-    let cached = fromEnvCache.get(id);
-    if (!cached) {
-      cached = Redlock.fromEnv(vars);
-      fromEnvCache.set(id, cached);
-    }
-    return cached;
+    const cached = fromEnvCache.get(id);
+    if (cached instanceof need.kind) return cached;
+    const built = need.kind.fromEnv(vars);
+    fromEnvCache.set(id, built);
+    return built;
   } catch (error) {
     if (!(error instanceof MissingConfigurationError)) throw error;
     const line = `edge-redlock: ${error.message} (read from ${source})`;
@@ -84,7 +121,7 @@ export function pickRedlock<E extends Env>(c: Context<E>, given: RedlockChoice<E
 /** How a lock is held through a request. */
 export interface HoldOptions<L extends Lock> {
   held: L;
-  redlock: Redlock;
+  redlock: RedlockMutex;
   ttl: number;
   maxHold?: number;
   lostHeader: string;

@@ -4,7 +4,8 @@ import { createMiddleware } from "hono/factory";
 import { InvalidArgumentError, LockAcquisitionError, nameNodes } from "../errors.ts";
 import type { Lock } from "../lock/lock.ts";
 import { MAX_PERMITS, type Permit } from "../semaphore/semaphore.ts";
-import { checkHoldOptions, holdAndExpose, pickRedlock, retryAfterSeconds } from "./hold.ts";
+import type { RedlockMutex } from "../redlock-mutex.ts";
+import { ANY_REDLOCK, checkHoldOptions, FULL_REDLOCK, holdAndExpose, pickRedlock, retryAfterSeconds } from "./hold.ts";
 import { acquireOptions, unavailable } from "./refusals.ts";
 import { timedAcquire } from "./timing.ts";
 import type { BusyInfo, HeldLock, HoldMiddlewareOptions, LockKey } from "./types.ts";
@@ -47,7 +48,7 @@ export interface FullInfo {
 }
 
 /** Options of the {@link redlock} middleware. */
-export interface RedlockMiddlewareOptions<E extends Env = Env> extends HoldMiddlewareOptions<E> {
+export interface RedlockMiddlewareOptions<E extends Env = Env> extends HoldMiddlewareOptions<E, RedlockMutex> {
   /**
    * Response when another holder has the lock. Default: 423 with `{ error, resource, retryAfterMs }` and
    * `Retry-After`.
@@ -94,13 +95,13 @@ export const redlock = <E extends Env = Env>(
   options: RedlockMiddlewareOptions<E> = {},
 ): MiddlewareHandler<E & { Variables: RedlockVariables }> => {
   const ttl = options.ttl ?? DEFAULT_TTL;
-  const lostHeader = checkHoldOptions({ ...options, ttl });
+  const lostHeader = checkHoldOptions({ ...options, ttl }, ANY_REDLOCK);
   if (typeof key !== "string" && typeof key !== "function" && !Array.isArray(key))
     throw new InvalidArgumentError("key", "must be a string, an array of strings or a function");
   return createMiddleware<E & { Variables: RedlockVariables }>(async function redlockMiddleware(c, next) {
     const ctx = c as unknown as Context<E>;
     const resources = [await (typeof key === "function" ? key(ctx) : key)].flat();
-    const locker = pickRedlock(ctx, options.redlock);
+    const locker = pickRedlock(ctx, options.redlock, ANY_REDLOCK);
     if (locker instanceof Response) return locker;
     let lock: Lock;
     try {
@@ -156,13 +157,13 @@ export const semaphore = <E extends Env = Env>(
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS)
     throw new InvalidArgumentError("options.limit", `must be an integer from 1 to ${MAX_PERMITS}`);
   const ttl = options.ttl ?? DEFAULT_TTL;
-  const lostHeader = checkHoldOptions({ ...options, ttl });
+  const lostHeader = checkHoldOptions({ ...options, ttl }, FULL_REDLOCK);
   if (typeof key !== "string" && typeof key !== "function")
     throw new InvalidArgumentError("key", "must be a string or a function");
   return createMiddleware<E & { Variables: SemaphoreVariables }>(async function semaphoreMiddleware(c, next) {
     const ctx = c as unknown as Context<E>;
     const name = await (typeof key === "function" ? key(ctx) : key);
-    const locker = pickRedlock(ctx, options.redlock);
+    const locker = pickRedlock(ctx, options.redlock, FULL_REDLOCK);
     if (locker instanceof Response) return locker;
     let permit: Permit;
     try {

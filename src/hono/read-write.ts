@@ -4,7 +4,7 @@ import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { InvalidArgumentError, LockAcquisitionError } from "../errors.ts";
 import type { Lock } from "../lock/lock.ts";
-import { checkHoldOptions, holdAndExpose, pickRedlock, retryAfterSeconds } from "./hold.ts";
+import { checkHoldOptions, FULL_REDLOCK, holdAndExpose, pickRedlock, retryAfterSeconds } from "./hold.ts";
 import { acquireOptions, unavailable } from "./refusals.ts";
 import { timedAcquire } from "./timing.ts";
 import type { BusyInfo, HeldLock, HoldMiddlewareOptions } from "./types.ts";
@@ -53,14 +53,14 @@ export const readWrite = <E extends Env = Env>(
   options: ReadWriteMiddlewareOptions<E> = {},
 ): MiddlewareHandler<E & { Variables: ReadWriteVariables }> => {
   const ttl = options.ttl ?? DEFAULT_TTL;
-  const lostHeader = checkHoldOptions({ ...options, ttl });
+  const lostHeader = checkHoldOptions({ ...options, ttl }, FULL_REDLOCK);
   if (typeof key !== "string" && typeof key !== "function")
     throw new InvalidArgumentError("key", "must be a string or a function");
   return createMiddleware<E & { Variables: ReadWriteVariables }>(async function readWriteMiddleware(c, next) {
     const ctx = c as unknown as Context<E>;
     const name = await (typeof key === "function" ? key(ctx) : key);
     const mode: "read" | "write" = SAFE_METHODS.has(c.req.method) ? "read" : "write";
-    const locker = pickRedlock(ctx, options.redlock);
+    const locker = pickRedlock(ctx, options.redlock, FULL_REDLOCK);
     if (locker instanceof Response) return locker;
     let lock: Lock;
     try {

@@ -11,7 +11,7 @@ export function acquireOptions<E extends Env>(c: Context<E>, wait: HoldMiddlewar
 
 export function unavailable<E extends Env>(
   c: Context<E>,
-  options: HoldMiddlewareOptions<E>,
+  options: Pick<HoldMiddlewareOptions<E>, "onUnavailable">,
   resources: string[],
   error: LockAcquisitionError,
 ): Response | Promise<Response> {

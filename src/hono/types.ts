@@ -2,6 +2,8 @@
 import type { Context, Env } from "hono";
 import type { FailureReason, LockAcquisitionError } from "../errors.ts";
 import type { Lock } from "../lock/lock.ts";
+import type { Redlock } from "../redlock.ts";
+import type { RedlockMutex } from "../redlock-mutex.ts";
 import type { RedlockChoice } from "./hold.ts";
 
 /** What `onBusy` gets. */
@@ -30,8 +32,10 @@ export type LockKey<E extends Env> =
   | string[]
   | ((c: Context<E>) => string | string[] | Promise<string | string[]>);
 
-/** Options both middlewares take. */
-export interface HoldMiddlewareOptions<E extends Env> {
+/**
+ * Options every middleware takes; `R` is the class its `redlock` option must be (see {@link RedlockChoice}).
+ */
+export interface HoldMiddlewareOptions<E extends Env, R extends RedlockMutex = Redlock> {
   /** ttl in ms; extended automatically while the handler runs. Default 10 000. */
   ttl?: number;
   /**
@@ -44,7 +48,7 @@ export interface HoldMiddlewareOptions<E extends Env> {
    * The Redlock to use: an instance, or a factory. Default: built once per isolate by `Redlock.fromEnv` from the
    * runtime's environment.
    */
-  redlock?: RedlockChoice<E>;
+  redlock?: RedlockChoice<E, R>;
   /** Response when no quorum could be reached. Default: 503 with `{ error, reason }`. */
   onUnavailable?: (c: Context<E>, info: UnavailableInfo) => Response | Promise<Response>;
   /** Cap on holding time in ms: the signal aborts when reached. Default: none. */

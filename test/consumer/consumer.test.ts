@@ -283,6 +283,10 @@ describe("a Vercel Edge (Next.js) route handler", () => {
       target: "es2022",
       logLevel: "silent",
     });
+    // The route imports edge-redlock/mutex: the lock alone is bundled, not the read-write lock or the semaphore.
+    expect(bundle.outputFiles[0].text).toContain("fromEnv");
+    expect(bundle.outputFiles[0].text).not.toContain("readWriteLock");
+    expect(bundle.outputFiles[0].text).not.toContain("semaphore:");
     const vm = new EdgeVM({
       extend: (context) => Object.assign(context, { process: { env: { ...vars } } }),
     });

@@ -33,3 +33,19 @@ export async function health(env: Env): Promise<Response> {
   const report: DoctorReport = await checkNodes(nodesFromEnv(env, { nodes: 1 }), { samples: 2 });
   return Response.json(report, { status: report.ok ? 200 : 503 });
 }
+
+// The mutex alone (edge-redlock/mutex): the same Redlock without the semaphore, read-write lock and inspection;
+// the redlock() middleware takes it, the semaphore() and readWrite() middlewares want the Redlock of edge-redlock.
+import { Redlock as MutexRedlock, type Lock as MutexLock } from "edge-redlock/mutex";
+import { readWrite, semaphore } from "edge-redlock/hono";
+
+const mutex: MutexRedlock = MutexRedlock.fromEnv({});
+export const mutexApp = new Hono<{ Variables: RedlockVariables }>().post("/pay", redlock("pay", { redlock: mutex }), (c) => c.text("ok"));
+export const anyRedlock: MutexRedlock = Redlock.fromEnv({});
+export const sameLock = async (): Promise<MutexLock> => mutex.acquire(["k"], 5_000);
+// @ts-expect-error the mutex alone has no semaphore()
+mutex.semaphore("uploads", 3);
+// @ts-expect-error semaphore() needs the Redlock of edge-redlock
+semaphore("uploads", { limit: 3, redlock: mutex });
+// @ts-expect-error readWrite() needs the Redlock of edge-redlock
+readWrite("doc", { redlock: () => mutex });

@@ -3,7 +3,9 @@
 //   POST /counter/:name/background     answer 202 at once; the increment runs after the response (`ctx.waitUntil`)
 //   GET  /counter/:name                read the value
 import { Redis } from "@upstash/redis/cloudflare";
-import { LockAcquisitionError, Redlock } from "edge-redlock";
+// edge-redlock/mutex: the lock alone, the smallest bundle (edge-redlock's Redlock adds semaphore(), readWriteLock()
+// and inspect()).
+import { LockAcquisitionError, Redlock } from "edge-redlock/mutex";
 
 // One Redlock per isolate: its HTTP clients (and their connections) serve every request.
 let redlock: Redlock | undefined;
