@@ -63,7 +63,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     let line = `${name.padEnd(22)} ${String(min).padStart(7)} B min  ${String(gz).padStart(7)} B gz  (${ratio.toFixed(3)}× ${BASELINE[name]} B)`;
     if (other && existsSync(join(other, contents.split('"')[1]))) {
       const was = await bundleSize(contents, other);
-      line += `   ${against}: ${was.min} B min, ${was.gz} B gz (+${gz - was.gz} B gz)`;
+      line += `   ${against}: ${was.min} B min, ${was.gz} B gz (${gz >= was.gz ? "+" : "−"}${Math.abs(gz - was.gz)} B gz)`;
     }
     console.log(line);
   }
