@@ -26,11 +26,11 @@ const entries: Record<string, string> = {
 };
 
 /**
- * Bytes of the minified bundle of `contents` (an entry in the repository root), raw and gzipped.
+ * The minified bundle of `contents` (an entry in the repository root), as a Worker build makes it.
  * @example
- * const { min, gz } = await bundleSize('export { Redlock } from "./src/index.ts";');
+ * const code = await bundleText('export { Redlock } from "./src/mutex/index.ts";');
  */
-export async function bundleSize(contents: string, dir = root): Promise<{ min: number; gz: number }> {
+export async function bundleText(contents: string, dir = root): Promise<string> {
   const result = await build({
     stdin: { contents, resolveDir: dir, sourcefile: "entry.ts", loader: "ts" },
     nodePaths: [join(root, "node_modules")],
@@ -42,7 +42,16 @@ export async function bundleSize(contents: string, dir = root): Promise<{ min: n
     write: false,
     logLevel: "silent",
   });
-  const code = result.outputFiles[0].contents;
+  return result.outputFiles[0].text;
+}
+
+/**
+ * Bytes of the minified bundle of `contents` (an entry in the repository root), raw and gzipped.
+ * @example
+ * const { min, gz } = await bundleSize('export { Redlock } from "./src/index.ts";');
+ */
+export async function bundleSize(contents: string, dir = root): Promise<{ min: number; gz: number }> {
+  const code = new TextEncoder().encode(await bundleText(contents, dir));
   return { min: code.length, gz: gzipSync(code, { level: 9 }).length };
 }
 

@@ -67,8 +67,8 @@ const MAY_IMPORT: Record<string, string[]> = {
     "check.ts",
   ],
   "index.ts": [
+    "mutex/",
     "redlock.ts",
-    "redlock-mutex.ts",
     "events/",
     "lock/",
     "semaphore/",

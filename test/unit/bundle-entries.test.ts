@@ -1,8 +1,8 @@
-// What a Worker bundles of each entry: what a user does not import is not in the bundle. esbuild bundles each
-// entry as a Worker build does (bench/bundle-size.ts measures the same bundles' sizes); a script is in a bundle
-// when its Lua is.
-import { build } from "esbuild";
+// What a Worker bundles of each entry: what a user does not import is not in the bundle. Each entry is bundled
+// by esbuild as a Worker build does (bench/bundle-size.ts, which measures the same bundles' sizes); a script is
+// in a bundle when its Lua is.
 import { describe, expect, it } from "vitest";
+import { bundleText as bundle } from "../../bench/bundle-size.ts";
 import * as scripts from "../../src/scripts/index.ts";
 import type { Script } from "../../src/scripts/script.ts";
 
@@ -12,22 +12,6 @@ const every = Object.entries(scripts)
   .filter(([name]) => !name.startsWith("FENCED_"))
   .map(([, value]) => value)
   .filter((value): value is Script => typeof (value as Script)?.lua === "string");
-
-const root = new URL("../..", import.meta.url).pathname;
-
-async function bundle(contents: string): Promise<string> {
-  const result = await build({
-    stdin: { contents, resolveDir: root, sourcefile: "entry.ts", loader: "ts" },
-    bundle: true,
-    minify: true,
-    format: "esm",
-    platform: "neutral",
-    external: ["@upstash/redis", "@upstash/redis/*", "hono", "hono/*"],
-    write: false,
-    logLevel: "silent",
-  });
-  return result.outputFiles[0].text;
-}
 
 /** The script's longest line of Lua that no other script has: in a bundle exactly when the script is. */
 const signature = (script: Script) =>
