@@ -27,7 +27,5 @@ export { ReadWriteLock, type ReadWriteOptions } from "./rwlock/read-write.ts";
 export type { ReadWriteInspection } from "./rwlock/inspect.ts";
 export type { Inspection, NodeInspection, SemaphoreInspection } from "./lock/inspect.ts";
 export { ResponseAbandonedError } from "./errors.ts";
-export type { Script } from "./scripts/script.ts";
-export type { NodeVote, Vote } from "./scripts/vote.ts";
 export { checkNodes } from "./doctor/index.ts";
 export type { CheckStatus, DoctorCheck, DoctorOptions, DoctorReport, NodeHealth } from "./doctor/types.ts";

@@ -52,7 +52,17 @@ const MAY_IMPORT: Record<string, string[]> = {
     "check.ts",
   ],
   "redlock.ts": ["redlock-mutex.ts", "lock/", "semaphore/", "rwlock/", "node/", "options.ts", "check.ts"],
-  "mutex/": ["redlock-mutex.ts", "lock/", "fencing/", "events/", "node/", "support/", "errors.ts", "options.ts"],
+  "mutex/": [
+    "redlock-mutex.ts",
+    "lock/",
+    "fencing/",
+    "events/",
+    "node/",
+    "scripts/",
+    "support/",
+    "errors.ts",
+    "options.ts",
+  ],
   "doctor/": ["redlock.ts", "node/", "scripts/", "quorum/rules.ts", "support/", "errors.ts", "options.ts", "check.ts"],
   "otel/": ["events/"],
   "hono/": [

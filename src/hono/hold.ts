@@ -42,7 +42,7 @@ const DEFAULT_LOST_HEADER = "Lock-Lost";
 const fromEnvCache = new Map<string, RedlockMutex>();
 const reportedMissing = new Set<string>();
 
-/** The options both middlewares check when the route is defined (not on the first request). */
+/** The options every middleware checks when the route is defined (not on the first request). */
 export function checkHoldOptions<R extends RedlockMutex>(
   options: {
     ttl: number;
@@ -59,6 +59,11 @@ export function checkHoldOptions<R extends RedlockMutex>(
     throw new InvalidArgumentError(
       "options.redlock",
       `must be ${need.what}, or a function of the request returning one`,
+    );
+  if (given === RedlockMutex || (typeof given === "function" && given.prototype instanceof RedlockMutex))
+    throw new InvalidArgumentError(
+      "options.redlock",
+      "is a class: pass an instance (new Redlock(nodes) or Redlock.fromEnv(env)), or a function returning one",
     );
   // The ttl must exceed the nodeTimeout of the Redlock used: the given one's, or the default's (a factory's is
   // checked per request).

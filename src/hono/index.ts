@@ -4,6 +4,7 @@ import { createMiddleware } from "hono/factory";
 import { InvalidArgumentError, LockAcquisitionError, nameNodes } from "../errors.ts";
 import type { Lock } from "../lock/lock.ts";
 import { MAX_PERMITS, type Permit } from "../semaphore/semaphore.ts";
+import type { Redlock } from "../redlock.ts";
 import type { RedlockMutex } from "../redlock-mutex.ts";
 import { ANY_REDLOCK, checkHoldOptions, FULL_REDLOCK, holdAndExpose, pickRedlock, retryAfterSeconds } from "./hold.ts";
 import { acquireOptions, unavailable } from "./refusals.ts";
@@ -48,7 +49,8 @@ export interface FullInfo {
 }
 
 /** Options of the {@link redlock} middleware. */
-export interface RedlockMiddlewareOptions<E extends Env = Env> extends HoldMiddlewareOptions<E, RedlockMutex> {
+export interface RedlockMiddlewareOptions<E extends Env = Env, R extends RedlockMutex = Redlock>
+  extends HoldMiddlewareOptions<E, R> {
   /**
    * Response when another holder has the lock. Default: 423 with `{ error, resource, retryAfterMs }` and
    * `Retry-After`.
@@ -90,9 +92,9 @@ const DEFAULT_TTL = 10_000;
  * });
  * ```
  */
-export const redlock = <E extends Env = Env>(
+export const redlock = <E extends Env = Env, R extends RedlockMutex = RedlockMutex>(
   key: LockKey<E>,
-  options: RedlockMiddlewareOptions<E> = {},
+  options: RedlockMiddlewareOptions<E, R> = {},
 ): MiddlewareHandler<E & { Variables: RedlockVariables }> => {
   const ttl = options.ttl ?? DEFAULT_TTL;
   const lostHeader = checkHoldOptions({ ...options, ttl }, ANY_REDLOCK);

@@ -45,8 +45,9 @@ export interface HoldMiddlewareOptions<E extends Env, R extends RedlockMutex = R
    */
   wait?: number | ((c: Context<E>) => number);
   /**
-   * The Redlock to use: an instance, or a factory. Default: built once per isolate by `Redlock.fromEnv` from the
-   * runtime's environment.
+   * The Redlock to use: an instance, or a factory (see {@link RedlockChoice} for which class each middleware takes).
+   * Default: built from the runtime's environment by `fromEnv` of the class the middleware needs, once per isolate
+   * for each class (a `Redlock` built for `semaphore()` or `readWrite()` then serves `redlock()` too).
    */
   redlock?: RedlockChoice<E, R>;
   /** Response when no quorum could be reached. Default: 503 with `{ error, reason }`. */

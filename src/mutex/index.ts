@@ -37,6 +37,8 @@ export {
 } from "../errors.ts";
 export { MissingConfigurationError, envNames, nodesFromEnv, type EnvOptions } from "../node/env.ts";
 export type { NodeConfig, RedlockNode, ScriptClient } from "../node/node.ts";
+export type { Script } from "../scripts/script.ts";
+export type { NodeVote, Vote } from "../scripts/vote.ts";
 export { upstashNode, type UpstashNodeOptions } from "../node/upstash.ts";
 export { FENCE_PREFIX, compareFences, fenceKey, maxFence } from "../fencing/tokens.ts";
 export { fencedRead, fencedWrite, type FencedWriteOptions } from "../fencing/guard.ts";
