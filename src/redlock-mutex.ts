@@ -22,7 +22,7 @@ import {
 } from "./options.ts";
 import type { Attempt } from "./quorum/retry.ts";
 import { Rounds } from "./quorum/rounds.ts";
-import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE } from "./scripts/fair.ts";
+import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE, REQUEUE } from "./scripts/fair.ts";
 import { ACQUIRE, FENCED_ACQUIRE } from "./scripts/lock.ts";
 
 /** What `Redlock` (redlock.ts) needs of a mutex to build its other locks over the same rounds. */
@@ -152,8 +152,13 @@ export class RedlockMutex {
           const queue = line && policy.fair ? { keys: line.queues, ticket: line.ticket } : undefined;
           return { held: new Lock(keys, grant.value, n, fence, { ...lifecycle.held(grant, ttl), queue }) };
         }
-        const failure = lifecycle.failed(n, round, grant, ttl, keys);
-        if (!line || !policy.fair) return failure;
+        if (!line || !policy.fair) return lifecycle.failed(n, round, grant, ttl, keys);
+        // A waiter keeps its place where this attempt was granted (the grant took its ticket out of line there),
+        // unless the round showed it cannot reach a quorum: then it lets go there too, and keeps nobody out.
+        const inReach = grant.round.errors <= rounds.nodes.length - rounds.quorum;
+        const failure = inReach
+          ? lifecycle.failed(n, round, grant, ttl, [...keys, ...line.queues], REQUEUE, line.args(true).slice(0, 2))
+          : lifecycle.failed(n, round, grant, ttl, keys);
         const split = grant.round.granted > 0;
         return { ...failure, waitMs: line.wait(grant.round, grant.start), settleFirst: split };
       };

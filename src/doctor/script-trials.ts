@@ -2,7 +2,7 @@
 // them, so an engine that refuses one (a write after TIME, a rule of its own) fails the doctor instead of
 // production. A new script is one more entry in SCRIPT_TRIALS (or in RESOURCE_SCRIPTS); a unit test fails
 // while a script of the `edge-redlock/scripts` entry is in neither.
-import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE, LEAVE } from "../scripts/fair.ts";
+import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE, LEAVE, REQUEUE } from "../scripts/fair.ts";
 import { ACQUIRE, EXTEND, FENCED_ACQUIRE, RELEASE } from "../scripts/lock.ts";
 import { FENCE, FENCED_READ, FENCED_WRITE } from "../scripts/fencing.ts";
 import { INSPECT } from "../scripts/inspect.ts";
@@ -83,6 +83,35 @@ export const SCRIPT_TRIALS: readonly ScriptTrial[] = [
     expect: "granted",
   },
   { label: "leave (fenced)", script: LEAVE, keys: (k) => [k.lock, k.queue], args: (v) => [v, "2"], expect: "granted" },
+  {
+    label: "fair acquire (again)",
+    script: FAIR_ACQUIRE,
+    keys: (k) => [k.lock, k.queue],
+    args: fair("3"),
+    expect: "granted",
+  },
+  {
+    label: "requeue",
+    script: REQUEUE,
+    keys: (k) => [k.lock, k.queue],
+    args: (v, ttl) => [v, "3", ttl],
+    expect: "granted",
+  },
+  {
+    label: "fair acquire (the requeued waiter ahead)",
+    script: FAIR_ACQUIRE,
+    keys: (k) => [k.lock, k.queue],
+    args: (v, ttl) => fair("4")(`${v}-other`, ttl),
+    expect: "denied",
+  },
+  { label: "leave (requeued)", script: LEAVE, keys: (k) => [k.lock, k.queue], args: (v) => [v, "3"], expect: "denied" },
+  {
+    label: "leave (the other)",
+    script: LEAVE,
+    keys: (k) => [k.lock, k.queue],
+    args: (v) => [`${v}-other`, "4"],
+    expect: "denied",
+  },
   {
     label: "fenced acquire",
     script: FENCED_ACQUIRE,

@@ -88,7 +88,7 @@ export class Lifecycle {
 
   /**
    * A failed attempt: its tally, and the release of `keys` on every node where `grant` may have set them (with
-   * `release`, sent with `keys` and `[value]`: a mutex's by default).
+   * `release`, sent with `keys` and `[value, ...args]`: a mutex's by default).
    */
   failed(
     attempt: number,
@@ -97,11 +97,12 @@ export class Lifecycle {
     ttl: number,
     keys: string[],
     release: Script = RELEASE,
+    args: readonly string[] = [],
   ): { failed: AttemptTally; cleanup: Promise<void> } {
     const rounds = this.#rounds;
     return {
       failed: rounds.tally(attempt, round, grant.start, rounds.validity(ttl, grant.start)),
-      cleanup: this.#releaseAfter(new Map(grant.round.settled.entries()), keys, grant.value, release),
+      cleanup: this.#releaseAfter(new Map(grant.round.settled.entries()), keys, [grant.value, ...args], release),
     };
   }
 
@@ -222,12 +223,12 @@ export class Lifecycle {
   }
 
   /** Releases each node once its outstanding acquire reply is in, except nodes that denied (they set nothing). */
-  #releaseAfter(acquired: Map<number, Promise<Vote>>, keys: string[], value: string, release: Script): Promise<void> {
+  #releaseAfter(acquired: Map<number, Promise<Vote>>, keys: string[], args: string[], release: Script): Promise<void> {
     return Promise.all(
       [...acquired].map(async ([node, reply]) => {
         const vote = await reply;
         await this.#rounds.landed(vote); // a release must not overtake the request it undoes
-        if (vote.outcome !== "denied") await this.#rounds.ask(node, release, keys, [value]);
+        if (vote.outcome !== "denied") await this.#rounds.ask(node, release, keys, args);
       }),
     ).then(() => undefined);
   }

@@ -55,6 +55,33 @@ export const FENCED_FAIR_ACQUIRE: Script = /* @__PURE__ */ defineScript({
   vote: (reply) => (isRefusal(reply) ? fairRefusal(reply) : grantWithFence(reply)),
 });
 
+/**
+ * KEYS[1..n] resources, KEYS[n+1..2n] their wait queues; ARGV[1] value, ARGV[2] ticket, ARGV[3] lease ms.
+ * Deletes each resource that still holds the value (as {@link RELEASE}) and puts the ticket back in every
+ * queue with a deadline of the lease from now; answers how many resources it deleted. The undoing of a fair
+ * attempt that failed while its waiter keeps waiting: where the attempt was granted, the grant took the ticket
+ * out of the queue, and without it the next contender was served there first, over and over, for a waiter that
+ * needs that node (one that reaches only a bare quorum of nodes was kept out for seconds).
+ * @example
+ * ```ts
+ * await redis.evalsha(sha, ["orders:42", "edge-redlock:queue:orders:42"], [value, ticket, "300"]); // 1
+ * ```
+ */
+export const REQUEUE: Script = /* @__PURE__ */ defineScript({
+  name: "requeue",
+  lua: () => `${KEY_LOCKING}${QUEUE_CLOCK}local n = #KEYS / 2
+local released = 0
+for i = 1, n do
+  if redis.call("GET", KEYS[i]) == ARGV[1] then
+    redis.call("DEL", KEYS[i])
+    released = released + 1
+  end
+  enqueue(KEYS[n + i], ARGV[2], tonumber(ARGV[3]))
+end
+return released`,
+  vote: (reply) => LEAVE.vote(reply),
+});
+
 function isRefusal(reply: unknown): boolean {
   return Array.isArray(reply) && reply[0] === 0;
 }

@@ -17,6 +17,7 @@ export interface Script {
     | "acquire"
     | "fair-acquire"
     | "leave"
+    | "requeue"
     | "fair-semaphore-acquire"
     | "release"
     | "extend"

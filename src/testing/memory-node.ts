@@ -226,6 +226,8 @@ export class MemoryNode implements RedlockNode {
         return this.#fairSemaphore(keys, value, ttl, args);
       case "leave":
         return this.#leave(keys, value, args[1]);
+      case "requeue":
+        return this.#requeue(keys, value, args[1], Number(args[2]));
       case "rw-read-acquire":
         return this.#readAcquire(keys, args);
       case "rw-write-acquire":
@@ -371,6 +373,19 @@ export class MemoryNode implements RedlockNode {
   }
 
   /** Release where the value still holds, and take the ticket out of every queue. */
+  #requeue(keys: string[], value: string, ticket: string, lease: number): number {
+    const n = keys.length / 2;
+    let released = 0;
+    for (let i = 0; i < n; i++) {
+      if (this.get(keys[i]) === value) {
+        this.#store.delete(keys[i]);
+        released++;
+      }
+      this.#enqueue(keys[n + i], ticket, lease);
+    }
+    return released;
+  }
+
   #leave(keys: string[], value: string, ticket: string): number {
     const n = keys.length / 2;
     let released = 0;

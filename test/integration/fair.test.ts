@@ -31,6 +31,27 @@ function sections() {
 }
 
 describe("fair waiting on the real cluster", () => {
+  it("a failed attempt granted on nodes 0 and 1 puts the ticket back in line there (REQUEUE), and leaves none once held", async () => {
+    await Promise.all([2, 3, 4].map((n) => env.tcp[n].set("requeue", "someone-else", "PX", 400)));
+    const inLine: number[][] = env.nodes.map(() => []);
+    const watched: RedlockNode[] = env.nodes.map((node, i) => ({
+      label: node.label,
+      run: (script, keys, args, signal) =>
+        node.run(script, keys, args, signal).then(async (reply) => {
+          if (script.name === "requeue") inLine[i].push(await env.tcp[i].zcard(QUEUE("requeue")));
+          return reply;
+        }),
+    }));
+    const lock = await new Redlock(watched).acquire(["requeue"], 2_000, { maxWait: 3_000 });
+    expect(lock.attempts).toBeGreaterThan(1);
+    expect(inLine[0].length).toBeGreaterThan(0);
+    expect([...inLine[0], ...inLine[1]].every((n) => n === 1)).toBe(true);
+    expect(inLine.slice(2).flat()).toEqual([]);
+    await lock.release();
+    await settle(env);
+    expect(await Promise.all(env.tcp.map((c) => c.zcard(QUEUE("requeue"))))).toEqual([0, 0, 0, 0, 0]);
+  });
+
   it("a herd of 16 that start at once: every one is served, one at a time, and the queues end empty", async () => {
     const seen = sections();
     const attempts: number[] = [];

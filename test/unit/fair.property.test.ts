@@ -8,6 +8,7 @@
 // Bounded bypass: while a client waits, each other client is granted at most twice plus what its clock skew
 // lets it take. Negative controls: the same clients with `fair: false` (random retry) — a client that re-acquires the moment
 // it releases keeps the key, and a waiter that polls starves past the bound.
+// FC_SEED=<seed> FC_PATH=<path> replays a counterexample fast-check printed (FC_RUNS sets the number of runs).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { Redlock, type Lock, type RedlockNode } from "../../src/index.ts";
@@ -165,7 +166,7 @@ describe("fair waiting on the simulator (fast-check)", () => {
         expect(starved(scenario, outcome)).toEqual([]);
         expect(outcome.bypass).toEqual([]);
       }),
-      { numRuns: runs },
+      { numRuns: runs, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) },
     );
     console.log(`fair property: ${runs} schedules, ${grants} grants`);
     expect(grants).toBeGreaterThan(runs * 10);

@@ -129,8 +129,9 @@ describe("fair acquire: informed waits", () => {
     });
     const started = contenders.map((r) => r.acquire(["k"], 1_000));
     const winner = await clock.run(Promise.race(started));
-    // Round one split 2-2-1: every node's grant was released, and round two had a winner.
-    expect(nodes.every((n) => n.requests.some((r) => r.script === "release"))).toBe(true);
+    // Round one split 2-2-1: every node's grant was released (by REQUEUE: its waiter keeps its place there), and
+    // round two had a winner.
+    expect(nodes.every((n) => n.requests.some((r) => r.script === "requeue"))).toBe(true);
     expect(winner.attempts).toBe(2);
     await clock.run(winner.release());
     const rest = await clock.run(Promise.all(started));
@@ -217,6 +218,37 @@ describe("fair acquire: what lands late", () => {
     const lock = await clock.run(redlock.acquire(["k"], 1_000));
     await clock.advance(0);
     expect(waiters(nodes)).toEqual([0, 0, 0, 0, 1]);
+    await clock.run(lock.release());
+    await clock.drain();
+    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
+  });
+});
+
+describe("fair acquire: a failed attempt keeps the waiter's place", () => {
+  /** `nodes` as one client, noting after each of its REQUEUE runs the waiters each node then has in line. */
+  function watched(nodes: SimNode[]) {
+    const afterRequeue: number[][] = nodes.map(() => []);
+    const own: RedlockNode[] = nodes.map((sim, i) => ({
+      label: sim.label,
+      run: (script, keys, args, signal) =>
+        sim.run(script, keys, args, signal).then((reply) => {
+          if (script.name === "requeue") afterRequeue[i].push(sim.liveWaiters(Q).length);
+          return reply;
+        }),
+    }));
+    return { own, afterRequeue };
+  }
+
+  it("where the attempt was granted, its undoing puts the ticket back in line (a grant took it out)", async () => {
+    const { clock, nodes } = setup();
+    nodes.slice(2).forEach((n) => n.set("k", "someone-else", 300)); // nodes 0 and 1 free: they grant, 2–4 refuse
+    const { own, afterRequeue } = watched(nodes);
+    const lock = await clock.run(new Redlock(own, { clock, nodeTimeout: 100 }).acquire(["k"], 1_000, { maxWait: 2_000 }));
+    expect(lock.attempts).toBeGreaterThan(1);
+    // Each failed attempt was granted on nodes 0 and 1: the REQUEUE that undid it left the ticket in line there.
+    expect(afterRequeue[0].length).toBeGreaterThan(0);
+    expect([...afterRequeue[0], ...afterRequeue[1]].every((n) => n === 1)).toBe(true);
+    expect(afterRequeue.slice(2).flat()).toEqual([]); // where it was refused it was never granted: nothing to undo
     await clock.run(lock.release());
     await clock.drain();
     expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
