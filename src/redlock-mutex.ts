@@ -22,7 +22,7 @@ import {
 } from "./options.ts";
 import type { Attempt } from "./quorum/retry.ts";
 import { Rounds } from "./quorum/rounds.ts";
-import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE, REQUEUE } from "./scripts/fair.ts";
+import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE } from "./scripts/fair.ts";
 import { ACQUIRE, FENCED_ACQUIRE } from "./scripts/lock.ts";
 
 /** What `Redlock` (redlock.ts) needs of a mutex to build its other locks over the same rounds. */
@@ -154,11 +154,9 @@ export class RedlockMutex {
         }
         if (!line || !policy.fair) return lifecycle.failed(n, round, grant, ttl, keys);
         // A waiter keeps its place where this attempt was granted (the grant took its ticket out of line there),
-        // unless the round showed it cannot reach a quorum: then it lets go there too, and keeps nobody out.
-        const inReach = grant.round.errors <= rounds.nodes.length - rounds.quorum;
-        const failure = inReach
-          ? lifecycle.failed(n, round, grant, ttl, [...keys, ...line.queues], REQUEUE, line.args(true).slice(0, 2))
-          : lifecycle.failed(n, round, grant, ttl, keys);
+        // unless the round's replies show it cannot reach a quorum (then it lets go there too: see `failed`).
+        const [ticket, lease] = line.args(true);
+        const failure = lifecycle.failed(n, round, grant, ttl, keys, undefined, { queues: line.queues, ticket, lease });
         const split = grant.round.granted > 0;
         return { ...failure, waitMs: line.wait(grant.round, grant.start), settleFirst: split };
       };

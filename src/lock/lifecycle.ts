@@ -6,7 +6,7 @@ import type { Round } from "../quorum/fan-out.ts";
 import { retrying, type Attempt } from "../quorum/retry.ts";
 import type { Grant, Rounds } from "../quorum/rounds.ts";
 import type { RetryPolicy } from "../options.ts";
-import { LEAVE } from "../scripts/fair.ts";
+import { LEAVE, REQUEUE } from "../scripts/fair.ts";
 import { EXTEND, RELEASE } from "../scripts/lock.ts";
 import type { Script } from "../scripts/script.ts";
 import type { Vote } from "../scripts/vote.ts";
@@ -88,7 +88,10 @@ export class Lifecycle {
 
   /**
    * A failed attempt: its tally, and the release of `keys` on every node where `grant` may have set them (with
-   * `release`, sent with `keys` and `[value, ...args]`: a mutex's by default).
+   * `release`, sent with `keys` and `[value]`: a mutex's by default). With `requeue` (a fair waiter that keeps
+   * waiting) a node is undone with {@link REQUEUE} instead, which also puts the ticket back in line there (the
+   * grant took it out), once the round's replies show the waiter can reach a quorum; when they show it cannot,
+   * with `release`, so a waiter that can never win keeps nobody out.
    */
   failed(
     attempt: number,
@@ -97,12 +100,20 @@ export class Lifecycle {
     ttl: number,
     keys: string[],
     release: Script = RELEASE,
-    args: readonly string[] = [],
+    requeue?: { queues: readonly string[]; ticket: string; lease: string },
   ): { failed: AttemptTally; cleanup: Promise<void> } {
     const rounds = this.#rounds;
+    const value = grant.value;
+    const undo: Undo = requeue
+      ? reachesQuorum(grant.round.settled, rounds.quorum).then((reaches) =>
+          reaches
+            ? { script: REQUEUE, keys: [...keys, ...requeue.queues], args: [value, requeue.ticket, requeue.lease] }
+            : { script: release, keys, args: [value] },
+        )
+      : { script: release, keys, args: [value] };
     return {
       failed: rounds.tally(attempt, round, grant.start, rounds.validity(ttl, grant.start)),
-      cleanup: this.#releaseAfter(new Map(grant.round.settled.entries()), keys, [grant.value, ...args], release),
+      cleanup: this.#releaseAfter(new Map(grant.round.settled.entries()), undo),
     };
   }
 
@@ -223,13 +234,39 @@ export class Lifecycle {
   }
 
   /** Releases each node once its outstanding acquire reply is in, except nodes that denied (they set nothing). */
-  #releaseAfter(acquired: Map<number, Promise<Vote>>, keys: string[], args: string[], release: Script): Promise<void> {
+  #releaseAfter(acquired: Map<number, Promise<Vote>>, undo: Undo): Promise<void> {
     return Promise.all(
       [...acquired].map(async ([node, reply]) => {
         const vote = await reply;
         await this.#rounds.landed(vote); // a release must not overtake the request it undoes
-        if (vote.outcome !== "denied") await this.#rounds.ask(node, release, keys, args);
+        if (vote.outcome === "denied") return;
+        const { script, keys, args } = await undo;
+        await this.#rounds.ask(node, script, keys, args);
       }),
     ).then(() => undefined);
   }
+}
+
+/** What undoes a failed attempt on a node: a script, its keys and its args. */
+type Undo =
+  | { script: Script; keys: string[]; args: string[] }
+  | Promise<{ script: Script; keys: string[]; args: string[] }>;
+
+/**
+ * Whether a round's replies show its client can reach a quorum: true once `quorum` nodes answered (granted or
+ * refused), false once too many failed for that; decided as soon as the replies in tell, not at the round's own
+ * early decision (which a refusal can make before the failures are in).
+ */
+function reachesQuorum(settled: readonly Promise<Vote>[], quorum: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    let answered = 0;
+    let failed = 0;
+    for (const reply of settled)
+      void reply.then((vote) => {
+        if (vote.outcome === "error") failed++;
+        else answered++;
+        if (answered >= quorum) resolve(true);
+        else if (failed > settled.length - quorum) resolve(false);
+      });
+  });
 }

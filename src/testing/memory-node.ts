@@ -372,7 +372,7 @@ export class MemoryNode implements RedlockNode {
     return [0, soonest, free, ahead];
   }
 
-  /** Release where the value still holds, and take the ticket out of every queue. */
+  /** Release where the value still holds, and put the ticket back in every queue with a deadline of the lease. */
   #requeue(keys: string[], value: string, ticket: string, lease: number): number {
     const n = keys.length / 2;
     let released = 0;
@@ -386,6 +386,7 @@ export class MemoryNode implements RedlockNode {
     return released;
   }
 
+  /** Release where the value still holds, and take the ticket out of every queue. */
   #leave(keys: string[], value: string, ticket: string): number {
     const n = keys.length / 2;
     let released = 0;

@@ -15,6 +15,7 @@ import {
   FENCED_RW_WRITE_ACQUIRE,
   INSPECT,
   LEAVE,
+  REQUEUE,
   READERS_CLOCK_MEMBER,
   RELEASE,
   RW_INSPECT,
@@ -164,6 +165,7 @@ const fair = (value: string, ticket: string, keys = ["a", QA], enqueue = "1", le
 });
 const fairSem = (value: string, slot: number, ticket: string): Op => ({ script: FAIR_SEMAPHORE_ACQUIRE, keys: SEM, args: [value, "5000", String(slot), ticket, "300", "1"] });
 const leave = (value: string, ticket: string, keys = ["a", QA]): Op => ({ script: LEAVE, keys, args: [value, ticket] });
+const requeue = (value: string, ticket: string, keys = ["a", QA]): Op => ({ script: REQUEUE, keys, args: [value, ticket, "300"] });
 type Step = Op | { set: string; value: string; ttl: number } | { del: string } | { sleep: number };
 
 const sequences: [string, Step[]][] = [
@@ -175,6 +177,7 @@ const sequences: [string, Step[]][] = [
   ["an expired waiter no longer blocks", [{ set: "a", value: OTHER, ttl: 4000 }, fair(MINE, T1, ["a", QA], "1", "60"), { del: "a" }, { sleep: 150 }, fair("x-0123456789", T3)]],
   ["multi-resource: queued on both, blocked by the queue of one", [{ set: "b", value: OTHER, ttl: 3000 }, fair(MINE, T1, ["b", QB]), { del: "b" }, fair("x-0123456789", T2, ["a", "b", QA, QB]), fair(MINE, T1, ["b", QB])]],
   ["leave: releases the value and takes the ticket out", [{ set: "a", value: OTHER, ttl: 4000 }, fair(MINE, T1), fair("x-0123456789", T2), leave(MINE, T1), { del: "a" }, fair("x-0123456789", T2), leave("x-0123456789", T2)]],
+  ["requeue: releases the value and puts the granted ticket back first in line", [fair(MINE, T1), requeue(MINE, T1), fair("x-0123456789", T2), requeue("x-0123456789", T2), fair(MINE, T1), leave(MINE, T1)]],
   ["fair semaphore: one free slot, one waiter ahead: refused", [{ set: "s0", value: OTHER, ttl: 3000 }, { set: "s1", value: OTHER, ttl: 3000 }, fairSem(MINE, 1, T1), { del: "s1" }, fairSem("x-0123456789", 2, T2), fairSem(MINE, 2, T1)]],
   ["fair semaphore: two free slots, one waiter ahead: admitted", [{ set: "s0", value: OTHER, ttl: 3000 }, { set: "s1", value: OTHER, ttl: 3000 }, fairSem(MINE, 1, T1), { del: "s1" }, { del: "s0" }, fairSem("x-0123456789", 1, T2)]],
 ];
