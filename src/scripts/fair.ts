@@ -69,18 +69,26 @@ export const FENCED_FAIR_ACQUIRE: Script = /* @__PURE__ */ defineScript({
  */
 export const REQUEUE: Script = /* @__PURE__ */ defineScript({
   name: "requeue",
-  lua: () => `${KEY_LOCKING}${QUEUE_CLOCK}local n = #KEYS / 2
+  lua: () => `${KEY_LOCKING}${QUEUE_CLOCK}${releaseEach("enqueue(KEYS[n + i], ARGV[2], tonumber(ARGV[3]))")}`,
+  vote: (reply) => LEAVE.vote(reply),
+});
+
+/**
+ * Lua over KEYS = resources then their queues: deletes each resource that holds ARGV[1], runs `queueStep` on its
+ * queue (`KEYS[n + i]`), and answers how many it deleted.
+ */
+function releaseEach(queueStep: string): string {
+  return `local n = #KEYS / 2
 local released = 0
 for i = 1, n do
   if redis.call("GET", KEYS[i]) == ARGV[1] then
     redis.call("DEL", KEYS[i])
     released = released + 1
   end
-  enqueue(KEYS[n + i], ARGV[2], tonumber(ARGV[3]))
+  ${queueStep}
 end
-return released`,
-  vote: (reply) => LEAVE.vote(reply),
-});
+return released`;
+}
 
 function isRefusal(reply: unknown): boolean {
   return Array.isArray(reply) && reply[0] === 0;
@@ -97,16 +105,7 @@ function isRefusal(reply: unknown): boolean {
  */
 export const LEAVE: Script = /* @__PURE__ */ defineScript({
   name: "leave",
-  lua: () => `${KEY_LOCKING}local n = #KEYS / 2
-local released = 0
-for i = 1, n do
-  if redis.call("GET", KEYS[i]) == ARGV[1] then
-    redis.call("DEL", KEYS[i])
-    released = released + 1
-  end
-  redis.call("ZREM", KEYS[n + i], ARGV[2])
-end
-return released`,
+  lua: () => `${KEY_LOCKING}${releaseEach(`redis.call("ZREM", KEYS[n + i], ARGV[2])`)}`,
   vote(reply): Vote {
     if (!isInteger(reply) || reply < 0) return unexpected(reply);
     return reply > 0 ? { outcome: "granted" } : { outcome: "denied" };

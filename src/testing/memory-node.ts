@@ -374,20 +374,16 @@ export class MemoryNode implements RedlockNode {
 
   /** Release where the value still holds, and put the ticket back in every queue with a deadline of the lease. */
   #requeue(keys: string[], value: string, ticket: string, lease: number): number {
-    const n = keys.length / 2;
-    let released = 0;
-    for (let i = 0; i < n; i++) {
-      if (this.get(keys[i]) === value) {
-        this.#store.delete(keys[i]);
-        released++;
-      }
-      this.#enqueue(keys[n + i], ticket, lease);
-    }
-    return released;
+    return this.#releaseEach(keys, value, (queue) => this.#enqueue(queue, ticket, lease));
   }
 
   /** Release where the value still holds, and take the ticket out of every queue. */
   #leave(keys: string[], value: string, ticket: string): number {
+    return this.#releaseEach(keys, value, (queue) => this.#dequeue(queue, ticket));
+  }
+
+  /** Over keys = resources then their queues: deletes each resource holding `value`, runs `step` on its queue. */
+  #releaseEach(keys: string[], value: string, step: (queue: string) => void): number {
     const n = keys.length / 2;
     let released = 0;
     for (let i = 0; i < n; i++) {
@@ -395,7 +391,7 @@ export class MemoryNode implements RedlockNode {
         this.#store.delete(keys[i]);
         released++;
       }
-      this.#dequeue(keys[n + i], ticket);
+      step(keys[n + i]);
     }
     return released;
   }
