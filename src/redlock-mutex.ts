@@ -137,7 +137,9 @@ export class RedlockMutex {
     const script = line ? (fencing ? FENCED_FAIR_ACQUIRE : FAIR_ACQUIRE) : fencing ? FENCED_ACQUIRE : ACQUIRE;
     const roundKeys = [...keys, ...(line?.queues ?? []), ...fenceKeys];
     const args = (value: string) => [value, String(ttl), String(keys.length), ...(line?.args(policy.fair) ?? [])];
-    const leave = line && policy.fair ? () => lifecycle.leave(keys, line.queues, line.ticket) : undefined;
+    // A waiter in line: an acquisition that may retry (one that cannot never joins the queues: its requests say so).
+    const waiter = policy.fair ? line : undefined;
+    const leave = waiter ? () => lifecycle.leave(keys, waiter.queues, waiter.ticket) : undefined;
     const attempt =
       (hooks: AcquireHooks | undefined) =>
       async (n: number): Promise<Attempt<Lock>> => {
@@ -148,17 +150,19 @@ export class RedlockMutex {
           ({ round, fence } = await writeBackFence(rounds, grant, keys, fenceKeys, policy.signal));
         if (rounds.holds(round, ttl, grant.start)) {
           hooks?.won(round);
-          // A single try never joined the queues (its requests said so): its release needs no LEAVE.
-          const queue = line && policy.fair ? { keys: line.queues, ticket: line.ticket } : undefined;
+          // A single try never joined the queues: its release needs no LEAVE.
+          const queue = waiter ? { keys: waiter.queues, ticket: waiter.ticket } : undefined;
           return { held: new Lock(keys, grant.value, n, fence, { ...lifecycle.held(grant, ttl), queue }) };
         }
-        if (!line || !policy.fair) return lifecycle.failed(n, round, grant, ttl, keys);
+        if (!waiter) return lifecycle.failed(n, round, grant, ttl, keys);
         // A waiter keeps its place where this attempt was granted (the grant took its ticket out of line there),
         // unless the round's replies show it cannot reach a quorum (then it lets go there too: see `failed`).
-        const [ticket, lease] = line.args(true);
-        const failure = lifecycle.failed(n, round, grant, ttl, keys, undefined, { queues: line.queues, ticket, lease });
+        const [ticket, lease] = waiter.args(true);
+        const failure = lifecycle.failed(n, round, grant, ttl, keys, {
+          requeue: { queues: waiter.queues, ticket, lease },
+        });
         const split = grant.round.granted > 0;
-        return { ...failure, waitMs: line.wait(grant.round, grant.start), settleFirst: split };
+        return { ...failure, waitMs: waiter.wait(grant.round, grant.start), settleFirst: split };
       };
     return lifecycle.acquisition("lock", keys, policy, attempt, { what: "lock", leave, nameNodes: true });
   }

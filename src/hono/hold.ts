@@ -60,7 +60,7 @@ export function checkHoldOptions<R extends RedlockMutex>(
       "options.redlock",
       `must be ${need.what}, or a function of the request returning one`,
     );
-  if (given === RedlockMutex || (typeof given === "function" && given.prototype instanceof RedlockMutex))
+  if (typeof given === "function" && (given === RedlockMutex || given.prototype instanceof RedlockMutex))
     throw new InvalidArgumentError(
       "options.redlock",
       "is a class: pass an instance (new Redlock(nodes) or Redlock.fromEnv(env)), or a function returning one",

@@ -88,7 +88,7 @@ export class Lifecycle {
 
   /**
    * A failed attempt: its tally, and the release of `keys` on every node where `grant` may have set them (with
-   * `release`, sent with `keys` and `[value]`: a mutex's by default). With `requeue` (a fair waiter that keeps
+   * `how.release`, sent with `keys` and `[value]`: a mutex's by default). With `how.requeue` (a fair waiter that keeps
    * waiting) a node is undone with {@link REQUEUE} instead, which also puts the ticket back in line there (the
    * grant took it out), once the round's replies show the waiter can reach a quorum; when they show it cannot,
    * with `release`, so a waiter that can never win keeps nobody out.
@@ -99,10 +99,10 @@ export class Lifecycle {
     grant: Grant,
     ttl: number,
     keys: string[],
-    release: Script = RELEASE,
-    requeue?: { queues: readonly string[]; ticket: string; lease: string },
+    how: { release?: Script; requeue?: { queues: readonly string[]; ticket: string; lease: string } } = {},
   ): { failed: AttemptTally; cleanup: Promise<void> } {
     const rounds = this.#rounds;
+    const { release = RELEASE, requeue } = how;
     const value = grant.value;
     const undo: Undo = requeue
       ? reachesQuorum(grant.round.settled, rounds.quorum).then((reaches) =>

@@ -187,7 +187,7 @@ export class ReadWriteLock {
           const state = { ...lifecycle.held(grant, ttl, kind), keys: held, queue, scripts };
           return { held: new Lock([this.key], grant.value, n, fence, state) };
         }
-        const failure = lifecycle.failed(n, round, grant, ttl, held, read ? RW_READ_RELEASE : RELEASE);
+        const failure = lifecycle.failed(n, round, grant, ttl, held, { release: read ? RW_READ_RELEASE : RELEASE });
         if (!policy.fair) return failure;
         return { ...failure, waitMs: line.wait(grant.round, grant.start), settleFirst: grant.round.granted > 0 };
       };

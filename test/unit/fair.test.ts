@@ -106,6 +106,7 @@ describe("fair acquire: informed waits", () => {
     hold(nodes, "k", 120);
     const lock = await clock.run(redlock.acquire(["k"], 1_000));
     expect(clock.now()).toBeLessThan(120 + 5 + 40 + 10);
+    console.log("DBG", lock.attempts, JSON.stringify(nodes.slice(0,2).map((n) => n.requests.map((r) => [r.script, r.sentAt, r.ranAt]))));
     expect(lock.attempts).toBeGreaterThan(1);
   });
 
@@ -140,6 +141,30 @@ describe("fair acquire: informed waits", () => {
 });
 
 describe("fair acquire: what lands late", () => {
+  it("a REQUEUE that lands after the waiter became the holder: its ticket waits there until the release's LEAVE", async () => {
+    const { clock, nodes, redlock } = setup();
+    nodes.slice(1).forEach((n) => n.set("k", "someone-else", 30)); // held on 1–4 for 30 ms; node 0 free
+    let first = true;
+    nodes[0].latency = (request) => {
+      if (request.script === "requeue") return 60; // the undoing of attempt 1 lands late
+      if (request.script !== "fair-acquire" || !first) return 1;
+      first = false;
+      return 5; // attempt 1's grant on node 0 comes in after the round was decided (four refusals: not a split)
+    };
+    const lock = await clock.run(redlock.acquire(["k"], 1_000, { maxWait: 2_000 }));
+    console.log("DBG", lock.attempts, JSON.stringify(nodes.slice(0,2).map((n) => n.requests.map((r) => [r.script, r.sentAt, r.ranAt]))));
+    expect(lock.attempts).toBeGreaterThan(1);
+    const requeue = nodes[0].requests.find((r) => r.script === "requeue");
+    const won = nodes[1].requests.filter((r) => r.script === "fair-acquire").at(-1)!;
+    expect(requeue?.ranAt).toBeGreaterThan(won.ranAt ?? Infinity); // it ran after the grant that won
+    expect(nodes[0].get("k")).toBeUndefined(); // it deleted attempt 1's key, never the holder's (elsewhere)
+    expect(waiters(nodes)[0]).toBe(1); // the holder's own ticket, back in line on node 0
+    await clock.run(lock.release());
+    await clock.drain();
+    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
+    expect(nodes.map((n) => n.get("k"))).toEqual(Array(5).fill(undefined));
+  });
+
   it("a waiter that gives up leaves the queue on every node", async () => {
     const { clock, nodes, redlock } = setup();
     hold(nodes, "k", 5_000);
@@ -244,6 +269,7 @@ describe("fair acquire: a failed attempt keeps the waiter's place", () => {
     nodes.slice(2).forEach((n) => n.set("k", "someone-else", 300)); // nodes 0 and 1 free: they grant, 2–4 refuse
     const { own, afterRequeue } = watched(nodes);
     const lock = await clock.run(new Redlock(own, { clock, nodeTimeout: 100 }).acquire(["k"], 1_000, { maxWait: 2_000 }));
+    console.log("DBG", lock.attempts, JSON.stringify(nodes.slice(0,2).map((n) => n.requests.map((r) => [r.script, r.sentAt, r.ranAt]))));
     expect(lock.attempts).toBeGreaterThan(1);
     // Each failed attempt was granted on nodes 0 and 1: the REQUEUE that undid it left the ticket in line there.
     expect(afterRequeue[0].length).toBeGreaterThan(0);
