@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
 import { nodeAdmin, settle as settleAdmins } from "../../dev/admin.ts";
 import { startCluster, type Cluster } from "../../dev/cluster.ts";
 import { upstashNode, type Redlock, type RedlockNode } from "../../src/index.ts";
-import { ACQUIRE, EXTEND, FAIR_ACQUIRE, FAIR_SEMAPHORE_ACQUIRE, FENCE, LEAVE, RELEASE, REQUEUE, RW_READ_ACQUIRE, RW_READ_EXTEND, RW_READ_RELEASE, RW_WRITE_ACQUIRE } from "../../src/scripts/index.ts";
+import { ACQUIRE, EXTEND, FAIR_ACQUIRE, FAIR_SEMAPHORE_ACQUIRE, FENCE, FENCED_ACQUIRE, FENCED_FAIR_ACQUIRE, LEAVE, RELEASE, REQUEUE, RW_READ_ACQUIRE, RW_READ_EXTEND, RW_READ_RELEASE, RW_WRITE_ACQUIRE } from "../../src/scripts/index.ts";
 
 export interface Fixture {
   cluster: Cluster;
@@ -77,7 +77,7 @@ export function useCluster(nodes = 5): Fixture {
 export async function loadScripts(fixture: Fixture): Promise<void> {
   await Promise.all(
     fixture.cluster.nodes.flatMap((node) =>
-      [ACQUIRE, EXTEND, FENCE, RELEASE, FAIR_ACQUIRE, FAIR_SEMAPHORE_ACQUIRE, LEAVE, REQUEUE, RW_READ_ACQUIRE, RW_WRITE_ACQUIRE, RW_READ_EXTEND, RW_READ_RELEASE].map(async (script) => {
+      [ACQUIRE, EXTEND, FENCE, FENCED_ACQUIRE, FENCED_FAIR_ACQUIRE, RELEASE, FAIR_ACQUIRE, FAIR_SEMAPHORE_ACQUIRE, LEAVE, REQUEUE, RW_READ_ACQUIRE, RW_WRITE_ACQUIRE, RW_READ_EXTEND, RW_READ_RELEASE].map(async (script) => {
         const res = await fetch(node.url, { method: "POST", headers: { authorization: `Bearer ${node.token}` }, body: JSON.stringify(["script", "load", script.lua]) });
         if (!res.ok) throw new Error(`SCRIPT LOAD failed: HTTP ${res.status}`);
       }),
