@@ -20,7 +20,7 @@ const quick = process.argv.includes("--quick");
 const only = process.argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length).split(",");
 const SIZE = quick
   ? { healthy: 60, slow: 12, hung: 5, contentionMs: 2_000, throughputMs: 2_000, manyLocks: 10, wanRounds: 2, wanCycles: 15, cpuCycles: 2_000 }
-  : { healthy: 600, slow: 60, hung: 15, contentionMs: 12_000, throughputMs: 8_000, manyLocks: 60, wanRounds: 4, wanCycles: 50, cpuCycles: 8_000 };
+  : { healthy: 1_200, slow: 60, hung: 15, contentionMs: 12_000, throughputMs: 8_000, manyLocks: 60, wanRounds: 4, wanCycles: 50, cpuCycles: 8_000 };
 /** Locks taken at once in the many-locks scenario. */
 const MANY = 20;
 const TTL = 10_000;
@@ -84,14 +84,16 @@ const perImpl = <T>(all: Impl[], init: () => T) => new Map<string, T>(all.map((i
 const inRoundOrder = (all: Impl[], r: number) => (r % 2 ? [...all].reverse() : all);
 
 /** Interleaved rounds (order alternating) so JIT warm-up and machine noise hit every implementation alike. */
+// 24 windows of 50 cycles (the sizes `bench:healthy-cpu` uses): with 12 windows the CPU ratio of one run moved
+// between 1.07 and 1.37 for the same hot path, because each window is ~150 ms of a process shared by six clients.
 async function healthy(all: Impl[]): Promise<void> {
-  for (const impl of all) await warm(impl, quick ? 30 : 100);
+  for (const impl of all) await warm(impl, quick ? 30 : 200);
   const samples = perImpl<number[]>(all, () => []);
   const acquires = perImpl<number[]>(all, () => []);
   const releases = perImpl<number[]>(all, () => []);
   const cpu = perImpl(all, () => 0);
   const requests = perImpl(all, () => 0);
-  const rounds = quick ? 4 : 12;
+  const rounds = quick ? 4 : 24;
   for (let r = 0; r < rounds; r++) {
     for (const impl of inRoundOrder(all, r)) {
       const { received } = await countingRequests(impl, async () => {
