@@ -111,6 +111,8 @@ const COLUMNS: [string, keyof Result][] = [
 /** What each scenario's p50/p99 and × columns mean, printed above its table. */
 const CAPTIONS: Record<string, string> = {
   healthy: "healthy: acquire+release cycles, one at a time (p50/p99 = the cycle; × on p50)",
+  "healthy-alone":
+    "healthy-alone: the healthy cycles with each implementation in a process of its own (cpu µs/cycle = that process's; × on p50)",
   "slow-minority": "slow-minority: 2 of 5 nodes +250 ms; p50/p99 = acquire; baseline = healthy acquire p50 of the same rounds",
   "hung-node": "hung-node: 1 of 5 nodes hung; p50/p99 = acquire",
   contention: "contention: 16 contenders on one key, 5 ms critical section; ops/s = grants/s",

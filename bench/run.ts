@@ -7,6 +7,7 @@ import { Redis as IORedis } from "ioredis";
 import { spawnCluster } from "../dev/cluster-process.ts";
 import { bridgesOf } from "./bridges.ts";
 import { cpuInProcess } from "./cpu.ts";
+import { healthyAlone } from "./healthy-alone.ts";
 import { edgeRedlockImpl, floorImpl, nodeRedlockImpl, redisSemaphoreImpl, upstashLockImpl, type Impl, type ImplOptions } from "./impls.ts";
 import { previousImpl } from "./previous.ts";
 import { addRatios, render, type Result, type Results } from "./report.ts";
@@ -19,8 +20,8 @@ const quick = process.argv.includes("--quick");
 /** `--only=healthy,hung-node`: run just those scenarios (while working on one; the README's table is from a whole run). */
 const only = process.argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length).split(",");
 const SIZE = quick
-  ? { healthy: 60, slow: 12, hung: 5, contentionMs: 2_000, throughputMs: 2_000, manyLocks: 10, wanRounds: 2, wanCycles: 15, cpuCycles: 2_000 }
-  : { healthy: 1_200, slow: 60, hung: 15, contentionMs: 12_000, throughputMs: 8_000, manyLocks: 60, wanRounds: 4, wanCycles: 50, cpuCycles: 8_000 };
+  ? { healthy: 60, healthyAlone: 200, slow: 12, hung: 5, contentionMs: 2_000, throughputMs: 2_000, manyLocks: 10, wanRounds: 2, wanCycles: 15, cpuCycles: 2_000 }
+  : { healthy: 1_200, healthyAlone: 3_000, slow: 60, hung: 15, contentionMs: 12_000, throughputMs: 8_000, manyLocks: 60, wanRounds: 4, wanCycles: 50, cpuCycles: 8_000 };
 /** Locks taken at once in the many-locks scenario. */
 const MANY = 20;
 const TTL = 10_000;
@@ -394,6 +395,9 @@ const timed = async (name: string, run: () => Promise<void>) => {
 };
 try {
   await timed("healthy", () => healthy(withPrevious));
+  await timed("healthy-alone", async () => {
+    for (const [impl, f] of await healthyAlone(nodes, SIZE.healthyAlone)) record("healthy-alone", impl, f);
+  });
   await timed("slow-minority", () => slowMinority(impls));
   await timed("hung-node", async () => {
     for (const impl of impls) await hungNode(impl);

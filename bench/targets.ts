@@ -42,6 +42,9 @@ export function verdicts(results: Results): Verdict[] {
   );
   // Earlier targets (README, Performance).
   check("CPU per healthy cycle ÷ floor", ratio(edge("healthy")?.cpuUsPerCycle, at("healthy", "floor")?.cpuUsPerCycle), 1.1);
+  // The same cycles with each implementation in a process of its own (bench/healthy-alone.ts), as in a Worker.
+  check("healthy, own process: p50 ÷ floor p50", ratio(edge("healthy-alone")?.p50Ms, at("healthy-alone", "floor")?.p50Ms), 1.1);
+  check("healthy, own process: CPU per cycle ÷ floor", ratio(edge("healthy-alone")?.cpuUsPerCycle, at("healthy-alone", "floor")?.cpuUsPerCycle), 1.1);
   check("slow minority: acquire p50 ÷ healthy acquire p50 of the same rounds", ratio(edge("slow-minority")?.p50Ms, edge("slow-minority")?.healthyAcquireP50Ms), 1.25);
   // Issue 18 (fair waiting): the herd and steady rows.
   const steady = at("contention-steady", "edge-redlock");
