@@ -157,10 +157,7 @@ export class RedlockMutex {
         if (!waiter) return lifecycle.failed(n, round, grant, ttl, keys);
         // A waiter keeps its place where this attempt was granted (the grant took its ticket out of line there),
         // unless the round's replies show it cannot reach a quorum (then it lets go there too: see `failed`).
-        const [ticket, lease] = waiter.args(true);
-        const failure = lifecycle.failed(n, round, grant, ttl, keys, {
-          requeue: { queues: waiter.queues, ticket, lease },
-        });
+        const failure = lifecycle.failed(n, round, grant, ttl, keys, { requeue: waiter.requeue() });
         const split = grant.round.granted > 0;
         return { ...failure, waitMs: waiter.wait(grant.round, grant.start), settleFirst: split };
       };

@@ -66,6 +66,15 @@ export class Line {
     return [this.ticket, String(lease), enqueue ? "1" : "0"];
   }
 
+  /**
+   * What the undoing of a failed attempt needs to put this waiter back in line where the attempt was granted (the
+   * grant took its ticket out there): its queues, its ticket, its lease (see {@link Lifecycle.failed}).
+   */
+  requeue(): { queues: readonly string[]; ticket: string; lease: string } {
+    const [ticket, lease] = this.args(true);
+    return { queues: this.queues, ticket, lease };
+  }
+
   /** The wait before the next attempt after a refused round that started at `start` (see {@link fairWait}). */
   wait(round: Round, start: number): number {
     const now = this.#clock.now();

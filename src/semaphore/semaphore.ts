@@ -137,7 +137,9 @@ export class Semaphore {
             // The earlier tries' slots are released too.
             return { held: permit, cleanup: Promise.all(cleanups).then(() => undefined) };
           }
-          const failure = lifecycle.failed(n, grant.round, grant, ttl, [this.#slots[take]]);
+          // A waiter keeps its place where this try was granted (the grant took its ticket out of line there).
+          const requeue = line && policy.fair ? line.requeue() : undefined;
+          const failure = lifecycle.failed(n, grant.round, grant, ttl, [this.#slots[take]], { requeue });
           cleanups.push(failure.cleanup);
           const next = freeSlot(grant.round, this.limit, rounds.quorum, tried);
           slot = next.slot;

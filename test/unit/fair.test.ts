@@ -106,7 +106,6 @@ describe("fair acquire: informed waits", () => {
     hold(nodes, "k", 120);
     const lock = await clock.run(redlock.acquire(["k"], 1_000));
     expect(clock.now()).toBeLessThan(120 + 5 + 40 + 10);
-    console.log("DBG", lock.attempts, JSON.stringify(nodes.slice(0,2).map((n) => n.requests.map((r) => [r.script, r.sentAt, r.ranAt]))));
     expect(lock.attempts).toBeGreaterThan(1);
   });
 
@@ -152,7 +151,6 @@ describe("fair acquire: what lands late", () => {
       return 5; // attempt 1's grant on node 0 comes in after the round was decided (four refusals: not a split)
     };
     const lock = await clock.run(redlock.acquire(["k"], 1_000, { maxWait: 2_000 }));
-    console.log("DBG", lock.attempts, JSON.stringify(nodes.slice(0,2).map((n) => n.requests.map((r) => [r.script, r.sentAt, r.ranAt]))));
     expect(lock.attempts).toBeGreaterThan(1);
     const requeue = nodes[0].requests.find((r) => r.script === "requeue");
     const won = nodes[1].requests.filter((r) => r.script === "fair-acquire").at(-1)!;
@@ -269,7 +267,6 @@ describe("fair acquire: a failed attempt keeps the waiter's place", () => {
     nodes.slice(2).forEach((n) => n.set("k", "someone-else", 300)); // nodes 0 and 1 free: they grant, 2–4 refuse
     const { own, afterRequeue } = watched(nodes);
     const lock = await clock.run(new Redlock(own, { clock, nodeTimeout: 100 }).acquire(["k"], 1_000, { maxWait: 2_000 }));
-    console.log("DBG", lock.attempts, JSON.stringify(nodes.slice(0,2).map((n) => n.requests.map((r) => [r.script, r.sentAt, r.ranAt]))));
     expect(lock.attempts).toBeGreaterThan(1);
     // Each failed attempt was granted on nodes 0 and 1: the REQUEUE that undid it left the ticket in line there.
     expect(afterRequeue[0].length).toBeGreaterThan(0);

@@ -1,0 +1,73 @@
+// A failed attempt of a fair semaphore waiter or a fair writer keeps its place in line (on the simulator): where
+// the attempt was granted, the grant took the ticket out of line, and the undoing (REQUEUE) puts it back there.
+// Without it the next contender was served first on those nodes. A reader's undoing does not (see SAFETY.md).
+import { describe, expect, it } from "vitest";
+import { Redlock, type RedlockNode } from "../../src/index.ts";
+import { simCluster, type SimNode } from "../sim/sim-node.ts";
+import { VirtualClock } from "../sim/virtual-clock.ts";
+
+/** `nodes` as one client, noting after each of its REQUEUE runs how many waiters `queue` then has on that node. */
+function watched(nodes: SimNode[], queue: string) {
+  const afterRequeue: number[][] = nodes.map(() => []);
+  const own: RedlockNode[] = nodes.map((sim, i) => ({
+    label: sim.label,
+    run: (script, keys, args, signal) =>
+      sim.run(script, keys, args, signal).then((reply) => {
+        if (script.name === "requeue") afterRequeue[i].push(sim.liveWaiters(queue).length);
+        return reply;
+      }),
+  }));
+  return { own, afterRequeue };
+}
+
+function setup(queue: string) {
+  const clock = new VirtualClock();
+  const nodes = simCluster(clock);
+  const { own, afterRequeue } = watched(nodes, queue);
+  return { clock, nodes, redlock: new Redlock(own, { clock, nodeTimeout: 100 }), afterRequeue };
+}
+
+describe("fair waiting: a failed attempt's undoing keeps the waiter's place", () => {
+  it("a semaphore waiter: where its try was granted, REQUEUE puts its ticket back in the semaphore's line", async () => {
+    const queue = "edge-redlock:semaphore-queue:jobs";
+    const { clock, nodes, redlock, afterRequeue } = setup(queue);
+    // Limit 1: nodes 0 and 1 have the slot free and grant it, 2-4 refuse; the holder there lets go at 300 ms.
+    for (const n of nodes.slice(2)) n.set("edge-redlock:semaphore:jobs:0", "someone-else", 300);
+    const permit = await clock.run(redlock.semaphore("jobs", 1).acquire(1_000, { maxWait: 2_000 }));
+    expect(permit.attempts).toBeGreaterThan(1);
+    expect(afterRequeue[0].length).toBeGreaterThan(0);
+    expect([...afterRequeue[0], ...afterRequeue[1]].every((n) => n === 1)).toBe(true);
+    expect(afterRequeue.slice(2).flat()).toEqual([]); // refused there: nothing was set, nothing to undo
+    await clock.run(permit.release());
+    await clock.drain();
+    expect(nodes.map((n) => n.liveWaiters(queue).length)).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it("a writer: where its attempt was granted, REQUEUE puts its ticket back in the read-write lock's line", async () => {
+    const queue = "edge-redlock:rw:queue:doc";
+    const { clock, nodes, redlock, afterRequeue } = setup(queue);
+    for (const n of nodes.slice(2)) n.set("edge-redlock:rw:writer:doc", "someone-else", 300);
+    const lock = await clock.run(redlock.readWriteLock("doc").acquireWrite(1_000, { maxWait: 2_000 }));
+    expect(lock.attempts).toBeGreaterThan(1);
+    expect(afterRequeue[0].length).toBeGreaterThan(0);
+    expect([...afterRequeue[0], ...afterRequeue[1]].every((n) => n === 1)).toBe(true);
+    expect(afterRequeue.slice(2).flat()).toEqual([]);
+    // The writer key was deleted by each REQUEUE exactly where the failed attempt had set it: the holder is alone.
+    await clock.drain(); // the replies still out when the quorum decided have landed
+    for (const n of nodes) expect(n.get("edge-redlock:rw:writer:doc")).toBe(lock.value);
+    await clock.run(lock.release());
+    await clock.drain();
+    expect(nodes.map((n) => n.liveWaiters(queue).length)).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it("a single try (no retries) never requeues: it undoes with RELEASE and never joins the line", async () => {
+    const queue = "edge-redlock:rw:queue:doc";
+    const { clock, nodes, redlock, afterRequeue } = setup(queue);
+    for (const n of nodes.slice(2)) n.set("edge-redlock:rw:writer:doc", "someone-else", 300);
+    await expect(clock.run(redlock.readWriteLock("doc").acquireWrite(1_000, { retryCount: 0 }))).rejects.toThrow();
+    await clock.drain();
+    expect(afterRequeue.flat()).toEqual([]);
+    expect(nodes.map((n) => n.liveWaiters(queue).length)).toEqual([0, 0, 0, 0, 0]);
+    expect(nodes.slice(0, 2).map((n) => n.get("edge-redlock:rw:writer:doc"))).toEqual([undefined, undefined]);
+  });
+});
