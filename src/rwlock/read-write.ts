@@ -190,7 +190,10 @@ export class ReadWriteLock {
         // A writer keeps its place where this attempt was granted (the grant took its ticket out of line there). A
         // reader's undoing (RW_READ_RELEASE) does not put it back: a writer behind it may be served first there.
         const requeue = !read && policy.fair ? line.requeue() : undefined;
-        const failure = lifecycle.failed(n, round, grant, ttl, held, { release: read ? RW_READ_RELEASE : RELEASE, requeue });
+        const failure = lifecycle.failed(n, round, grant, ttl, held, {
+          release: read ? RW_READ_RELEASE : RELEASE,
+          requeue,
+        });
         if (!policy.fair) return failure;
         return { ...failure, waitMs: line.wait(grant.round, grant.start), settleFirst: grant.round.granted > 0 };
       };
