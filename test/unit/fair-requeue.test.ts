@@ -2,28 +2,15 @@
 // the attempt was granted, the grant took the ticket out of line, and the undoing (REQUEUE) puts it back there.
 // Without it the next contender was served first on those nodes. A reader's undoing does not (see SAFETY.md).
 import { describe, expect, it } from "vitest";
-import { Redlock, type RedlockNode } from "../../src/index.ts";
-import { simCluster, type SimNode } from "../sim/sim-node.ts";
+import { Redlock } from "../../src/index.ts";
+import { simCluster } from "../sim/sim-node.ts";
 import { VirtualClock } from "../sim/virtual-clock.ts";
-
-/** `nodes` as one client, noting after each of its REQUEUE runs how many waiters `queue` then has on that node. */
-function watched(nodes: SimNode[], queue: string) {
-  const afterRequeue: number[][] = nodes.map(() => []);
-  const own: RedlockNode[] = nodes.map((sim, i) => ({
-    label: sim.label,
-    run: (script, keys, args, signal) =>
-      sim.run(script, keys, args, signal).then((reply) => {
-        if (script.name === "requeue") afterRequeue[i].push(sim.liveWaiters(queue).length);
-        return reply;
-      }),
-  }));
-  return { own, afterRequeue };
-}
+import { watchRequeues } from "../sim/watch-requeue.ts";
 
 function setup(queue: string) {
   const clock = new VirtualClock();
   const nodes = simCluster(clock);
-  const { own, afterRequeue } = watched(nodes, queue);
+  const { own, afterRequeue } = watchRequeues(nodes, queue);
   return { clock, nodes, redlock: new Redlock(own, { clock, nodeTimeout: 100 }), afterRequeue };
 }
 

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, Redlock, type RedlockNode, type RedlockOptions } from "../../src/index.ts";
 import { simCluster, type SimNode } from "../sim/sim-node.ts";
 import { VirtualClock } from "../sim/virtual-clock.ts";
+import { watchRequeues } from "../sim/watch-requeue.ts";
 
 const Q = "edge-redlock:queue:k";
 
@@ -248,24 +249,10 @@ describe("fair acquire: what lands late", () => {
 });
 
 describe("fair acquire: a failed attempt keeps the waiter's place", () => {
-  /** `nodes` as one client, noting after each of its REQUEUE runs the waiters each node then has in line. */
-  function watched(nodes: SimNode[]) {
-    const afterRequeue: number[][] = nodes.map(() => []);
-    const own: RedlockNode[] = nodes.map((sim, i) => ({
-      label: sim.label,
-      run: (script, keys, args, signal) =>
-        sim.run(script, keys, args, signal).then((reply) => {
-          if (script.name === "requeue") afterRequeue[i].push(sim.liveWaiters(Q).length);
-          return reply;
-        }),
-    }));
-    return { own, afterRequeue };
-  }
-
   it("where the attempt was granted, its undoing puts the ticket back in line (a grant took it out)", async () => {
     const { clock, nodes } = setup();
     nodes.slice(2).forEach((n) => n.set("k", "someone-else", 300)); // nodes 0 and 1 free: they grant, 2–4 refuse
-    const { own, afterRequeue } = watched(nodes);
+    const { own, afterRequeue } = watchRequeues(nodes, Q);
     const lock = await clock.run(new Redlock(own, { clock, nodeTimeout: 100 }).acquire(["k"], 1_000, { maxWait: 2_000 }));
     expect(lock.attempts).toBeGreaterThan(1);
     // Each failed attempt was granted on nodes 0 and 1: the REQUEUE that undid it left the ticket in line there.
