@@ -137,13 +137,17 @@ export class Semaphore {
             // The earlier tries' slots are released too.
             return { held: permit, cleanup: Promise.all(cleanups).then(() => undefined) };
           }
-          // A waiter keeps its place where this try was granted (the grant took its ticket out of line there).
-          const requeue = line && policy.fair ? line.requeue() : undefined;
+          const next = freeSlot(grant.round, this.limit, rounds.quorum, tried);
+          const last = !next.onQuorum || policy.signal?.aborted === true;
+          // The attempt's last try keeps the waiter's place where it was granted (the grant took its ticket out of
+          // line there). An earlier try is only released: the next try runs on every node at once and, refused,
+          // queues the ticket again; put back by a late REQUEUE, it would sit in line beside the permit the next
+          // try won, a waiter ahead of everyone for a lease (review 24).
+          const requeue = last && line && policy.fair ? line.requeue() : undefined;
           const failure = lifecycle.failed(n, grant.round, grant, ttl, [this.#slots[take]], { requeue });
           cleanups.push(failure.cleanup);
-          const next = freeSlot(grant.round, this.limit, rounds.quorum, tried);
           slot = next.slot;
-          if (!next.onQuorum || policy.signal?.aborted) {
+          if (last) {
             const cleanup = Promise.all(cleanups).then(() => undefined);
             if (!line || !policy.fair) return { failed: failure.failed, cleanup };
             return {

@@ -1,0 +1,86 @@
+// Review 24 (da73077): a fair semaphore waiter's failed try is undone with REQUEUE. The semaphore tries several
+// slots within ONE attempt, and a failed try's undo is a cleanup that runs concurrently with the next try. When the
+// REQUEUE of try k lands on a node after try k+1 was granted there, the waiter is already the permit's holder, and its
+// ticket sits back in the semaphore's line on that node for a whole lease: a live waiter "ahead" of everyone who came
+// later, though it waits for nothing. Before da73077 the undo was RELEASE and left no such entry.
+//
+// The randomness is pinned (randomUnit → 0) so the first try takes slot 0; nothing else depends on it here.
+import { describe, expect, it, vi } from "vitest";
+import { Redlock } from "../../src/index.ts";
+import { simCluster } from "../sim/sim-node.ts";
+import { VirtualClock } from "../sim/virtual-clock.ts";
+
+vi.mock("../../src/support/random.ts", async (importOriginal) => {
+  const original = await importOriginal<typeof import("../../src/support/random.ts")>();
+  return { ...original, randomUnit: () => 0 };
+});
+
+const QUEUE = "edge-redlock:semaphore-queue:jobs";
+const SLOT0 = "edge-redlock:semaphore:jobs:0";
+
+/**
+ * Limit 2. Slot 0 is held by someone else on nodes 2-4 (for 50 ms), free on 0 and 1; slot 1 is free everywhere.
+ * A's first try (slot 0) is granted on 0 and 1 and refused on 2-4, which report slot 1 free on a quorum, so A tries
+ * slot 1 at once and wins it on all five nodes. The undo of the first try (REQUEUE on 0 and 1) takes 5 ms to land,
+ * so it lands after the second try's grant there: the normal race of a cleanup and the next try.
+ */
+async function holderAfterTwoTries() {
+  const clock = new VirtualClock();
+  const nodes = simCluster(clock);
+  for (const node of nodes) node.latency = (request) => (request.script === "requeue" ? 5 : 1);
+  for (const node of nodes.slice(2)) node.set(SLOT0, "someone-else", 50);
+  const redlock = new Redlock(nodes, { clock, nodeTimeout: 100 });
+  const semaphore = redlock.semaphore("jobs", 2);
+  const permit = await clock.run(semaphore.acquire(1_000, { maxWait: 2_000 }));
+  return { clock, nodes, redlock, semaphore, permit };
+}
+
+describe("review24: a semaphore waiter that won a later try of the same attempt is put back in line", () => {
+  it("the scenario is as described: two tries, the first undone on nodes 0 and 1 (REQUEUE; RELEASE before da73077)", async () => {
+    const { nodes, permit } = await holderAfterTwoTries();
+    expect(permit.slot).toBe(1);
+    expect(permit.attempts).toBe(1);
+    const undo = (name: string) => name === "requeue" || name === "release";
+    expect(nodes.map((n) => n.requests.filter((r) => undo(r.script)).length)).toEqual([1, 1, 0, 0, 0]);
+    // Safety held: the REQUEUE deleted only the failed try's own slot-0 value, never the permit's slot 1.
+    expect(nodes.map((n) => n.get("edge-redlock:semaphore:jobs:1"))).toEqual(Array(5).fill(permit.value));
+  });
+
+  it("review 24 (failed on da73077): once acquire resolved, the holder is not waiting in the semaphore's line on any node", async () => {
+    const { nodes } = await holderAfterTwoTries();
+    // Observed on da73077: [1, 1, 0, 0, 0] — the holder's own ticket, put back by the first try's REQUEUE.
+    expect(nodes.map((n) => n.liveWaiters(QUEUE).length)).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it("review 24 (failed on da73077): with one node down, a later waiter is kept out of a free slot until that entry's lease lapses", async () => {
+    const { clock, nodes, semaphore, permit } = await holderAfterTwoTries();
+    const heldAt = clock.now();
+    // Someone else's slot 0 expires at 50 ms; node 4 goes down (a minority: the semaphore must still serve).
+    await clock.advance(60 - clock.now());
+    nodes[4].mode = "down";
+    expect(nodes.slice(0, 4).map((n) => n.get(SLOT0))).toEqual([undefined, undefined, undefined, undefined]);
+    // Slot 0 is free on all four live nodes and A holds one permit of two: B should be admitted at once.
+    const started = clock.now();
+    const b = await clock.run(semaphore.acquire(1_000, { maxWait: 2_000 }));
+    const waited = clock.now() - started;
+    expect(b.slot).toBe(0);
+    // On nodes 0 and 1 the holder's stale entry counts as a waiter ahead of B (1 ahead, 1 slot free: refused),
+    // node 4 is down, so B reaches only 2 grants until the entry's 300 ms lease runs out.
+    // Observed on da73077: B waits ~250 ms (the lease from ~6 ms, less the 60 ms already gone). Before it, ~1 ms.
+    expect(waited, `B waited ${waited} ms; A held since ${heldAt} ms`).toBeLessThan(50);
+    await clock.run(permit.release());
+    await clock.run(b.release());
+  });
+
+  it("holds: the stale entry is bounded by one lease, and the holder's release takes it out", async () => {
+    const first = await holderAfterTwoTries();
+    await first.clock.run(first.permit.release()); // LEAVE: deletes the slot and takes the ticket out
+    await first.clock.drain();
+    expect(first.nodes.map((n) => n.liveWaiters(QUEUE).length)).toEqual([0, 0, 0, 0, 0]);
+    // A holder that dies (never releases): its entry lapses with the lease (300 ms), long before its permit's ttl.
+    const second = await holderAfterTwoTries();
+    await second.clock.advance(310);
+    expect(second.nodes.map((n) => n.liveWaiters(QUEUE).length)).toEqual([0, 0, 0, 0, 0]);
+    expect(second.nodes.map((n) => n.get("edge-redlock:semaphore:jobs:1"))).toEqual(Array(5).fill(second.permit.value));
+  });
+});
