@@ -185,6 +185,13 @@ export const SCRIPT_TRIALS: readonly ScriptTrial[] = [
     expect: "granted",
   },
   {
+    label: "read release, requeued (a waiting reader's undo)",
+    script: RW_READ_RELEASE,
+    keys: (k) => [k.readers, k.rwQueue],
+    args: (v) => [v, "3r", "300"],
+    expect: "denied",
+  },
+  {
     label: "release (lock and permits)",
     script: RELEASE,
     keys: (k) => [k.lock, k.slot1, k.slot2],

@@ -25,6 +25,18 @@ import { lockState, type Lock, type LockOwner, type LockState, type ReleaseResul
  * const lock = new Lock(["k"], grant.value, 1, undefined, lifecycle.held(grant, 10_000));
  * ```
  */
+/**
+ * How a fair waiter's failed attempt puts it back in line where it was granted: its queues, ticket and lease, and the
+ * script that releases and re-queues (keys: the held keys then the queues; args: value, ticket, lease). {@link REQUEUE}
+ * unless given: a reader's is `RW_READ_RELEASE` with a lease.
+ */
+export interface Requeue {
+  queues: readonly string[];
+  ticket: string;
+  lease: string;
+  script?: Script;
+}
+
 export class Lifecycle {
   readonly #rounds: Rounds;
   /** Reports to the Redlock's `onEvent`; absent without one. */
@@ -99,7 +111,7 @@ export class Lifecycle {
     grant: Grant,
     ttl: number,
     keys: string[],
-    how: { release?: Script; requeue?: { queues: readonly string[]; ticket: string; lease: string } } = {},
+    how: { release?: Script; requeue?: Requeue } = {},
   ): { failed: AttemptTally; cleanup: Promise<void> } {
     const rounds = this.#rounds;
     const { release = RELEASE, requeue } = how;
@@ -107,7 +119,11 @@ export class Lifecycle {
     const undo: Undo = requeue
       ? reachesQuorum(grant.round.settled, rounds.quorum).then((reaches) =>
           reaches
-            ? { script: REQUEUE, keys: [...keys, ...requeue.queues], args: [value, requeue.ticket, requeue.lease] }
+            ? {
+                script: requeue.script ?? REQUEUE,
+                keys: [...keys, ...requeue.queues],
+                args: [value, requeue.ticket, requeue.lease],
+              }
             : { script: release, keys, args: [value] },
         )
       : { script: release, keys, args: [value] };

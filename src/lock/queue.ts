@@ -1,5 +1,6 @@
 // A fair acquisition's place in line: its queue keys, its ticket, and the wait after a refused round.
 import type { Round } from "../quorum/fan-out.ts";
+import type { Requeue } from "./lifecycle.ts";
 import { fairWait, type LinePace } from "../quorum/waits.ts";
 import { RESERVED_PREFIX, WAITER_LEASE_MS } from "../options.ts";
 import type { Clock } from "../support/clock.ts";
@@ -70,7 +71,7 @@ export class Line {
    * What the undoing of a failed attempt needs to put this waiter back in line where the attempt was granted (the
    * grant took its ticket out there): its queues, its ticket, its lease (see {@link Lifecycle.failed}).
    */
-  requeue(): { queues: readonly string[]; ticket: string; lease: string } {
+  requeue(): Requeue {
     const [ticket, lease] = this.args(true);
     return { queues: this.queues, ticket, lease };
   }

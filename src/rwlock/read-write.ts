@@ -187,9 +187,9 @@ export class ReadWriteLock {
           const state = { ...lifecycle.held(grant, ttl, kind), keys: held, queue, scripts };
           return { held: new Lock([this.key], grant.value, n, fence, state) };
         }
-        // A writer keeps its place where this attempt was granted (the grant took its ticket out of line there). A
-        // reader's undoing (RW_READ_RELEASE) does not put it back: a writer behind it may be served first there.
-        const requeue = !read && policy.fair ? line.requeue() : undefined;
+        // A waiter keeps its place where this attempt was granted (the grant took its ticket out of line there): a
+        // writer's undoing is REQUEUE, a reader's RW_READ_RELEASE with a lease.
+        const requeue = policy.fair ? { ...line.requeue(), script: read ? RW_READ_RELEASE : undefined } : undefined;
         const failure = lifecycle.failed(n, round, grant, ttl, held, {
           release: read ? RW_READ_RELEASE : RELEASE,
           requeue,

@@ -136,9 +136,10 @@ return {1}`,
 
 /**
  * A reader's release. KEYS[1] the reader set, optionally KEYS[2] the wait queue; ARGV[1] value, ARGV[2] the queue
- * member. Takes the value out of the reader set (the set too, once no reader is left) and the member out of the
- * queue; answers 1 when a live reader was taken out, else 0. A waiter that stops waiting sends it with a value
- * that is never a lock value.
+ * member, optionally ARGV[3] a lease ms. Takes the value out of the reader set (the set too, once no reader is left)
+ * and the member out of the queue, or with a lease puts it back in the queue with a deadline of the lease from now
+ * (the undoing of a waiting reader's failed attempt, as `REQUEUE` is a mutex's); answers 1 when a live reader
+ * was taken out, else 0. A waiter that stops waiting sends it with a value that is never a lock value.
  * @example
  * ```ts
  * await redis.evalsha(sha, ["edge-redlock:rw:readers:doc", "edge-redlock:rw:queue:doc"], [value, member]); // 1
@@ -146,7 +147,7 @@ return {1}`,
  */
 export const RW_READ_RELEASE: Script = /* @__PURE__ */ defineScript({
   name: "rw-read-release",
-  lua: () => `${KEY_LOCKING}${READERS}local released = 0
+  lua: () => `${KEY_LOCKING}${QUEUE_CLOCK}${READERS}local released = 0
 local now = readers_now(KEYS[1])
 if now and ARGV[1] ~= CLOCK then
   local expiry = redis.call("ZSCORE", KEYS[1], ARGV[1])
@@ -156,7 +157,9 @@ if now and ARGV[1] ~= CLOCK then
     if redis.call("ZCARD", KEYS[1]) <= 1 then redis.call("DEL", KEYS[1]) end
   end
 end
-if KEYS[2] then redis.call("ZREM", KEYS[2], ARGV[2]) end
+if KEYS[2] then
+  if ARGV[3] then enqueue(KEYS[2], ARGV[2], tonumber(ARGV[3])) else redis.call("ZREM", KEYS[2], ARGV[2]) end
+end
 return released`,
   vote(reply): Vote {
     if (reply !== 0 && reply !== 1) return unexpected(reply);

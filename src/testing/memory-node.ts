@@ -235,7 +235,8 @@ export class MemoryNode implements RedlockNode {
       case "rw-read-extend":
         return this.#readers.extend(keys[0], value, ttl) ? [1] : [0, -2];
       case "rw-read-release":
-        if (keys[1] !== undefined) this.#dequeue(keys[1], args[1]);
+        if (keys[1] !== undefined && args[2] !== undefined) this.#enqueue(keys[1], args[1], Number(args[2]));
+        else if (keys[1] !== undefined) this.#dequeue(keys[1], args[1]);
         return this.#readers.remove(keys[0], value) ? 1 : 0;
       case "rw-inspect":
         return [this.get(keys[0]) ?? 0, this.pttl(keys[0]), [...this.#readers.live(keys[1])].flat()];

@@ -233,7 +233,7 @@ const READER_B = "reader-b-0123456789";
 const read = (value: string, ticket: string, ttl = "5000", enqueue = "1"): Op => ({ script: RW_READ_ACQUIRE, keys: RW, args: [value, ttl, `${ticket}r`, "300", enqueue] });
 const write = (value: string, ticket: string, ttl = "5000", keys = RW): Op => ({ script: keys.length === 4 ? FENCED_RW_WRITE_ACQUIRE : RW_WRITE_ACQUIRE, keys, args: [value, ttl, `${ticket}w`, "300", "1"] });
 const readExtend = (value: string, ttl: string): Op => ({ script: RW_READ_EXTEND, keys: [RW[1]], args: [value, ttl] });
-const readRelease = (value: string, ticket?: string): Op => ({ script: RW_READ_RELEASE, keys: ticket ? [RW[1], RW[2]] : [RW[1]], args: ticket ? [value, `${ticket}r`] : [value] });
+const readRelease = (value: string, ticket?: string, lease?: string): Op => ({ script: RW_READ_RELEASE, keys: ticket ? [RW[1], RW[2]] : [RW[1]], args: ticket ? [value, `${ticket}r`, ...(lease ? [lease] : [])] : [value] });
 const inspectRw: Op = { script: RW_INSPECT, keys: [RW[0], RW[1]], args: [] };
 
 /** The live readers of a reader set on real Redis: value → ms left on the set's own clock. */
@@ -273,6 +273,7 @@ const rwSequences: [string, Step[]][] = [
   ["an expired reader no longer stops a writer", [read(MINE, T1, "100"), { sleep: 250 }, write(OTHER, T2)]],
   ["release of a reader that is not there: 0; of another's value: nothing taken", [read(MINE, T1), readRelease(READER_B), readRelease(MINE), readRelease(MINE)]],
   ["fenced writer: the counter advances", [write(OTHER, T1, "5000", RW_FENCED)]],
+  ["a reader's undo with a lease: released, its ticket back in line ahead of a later writer until it leaves", [read(MINE, T1), readRelease(MINE, T1, "300"), write(OTHER, T2), readRelease(MINE, T1), write(OTHER, T2), inspectRw]],
   ["the set lives as long as its longest reader", [read(MINE, T1, "300"), read(READER_B, T2, "3000"), readRelease(READER_B), { sleep: 400 }, write(OTHER, T3)]],
 ];
 

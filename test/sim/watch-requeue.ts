@@ -4,17 +4,22 @@ import type { SimNode } from "./sim-node.ts";
 
 /**
  * `nodes` as one client's nodes, and per node the number of live waiters in `queue` right after each of that
- * client's REQUEUE runs there (empty where none ran).
+ * client's REQUEUE runs there (empty where none ran); `isRequeue` tells which runs re-queue (a reader's is a
+ * read release with a lease).
  * @example
  * const { own, afterRequeue } = watchRequeues(nodes, "edge-redlock:queue:k");
  */
-export function watchRequeues(nodes: SimNode[], queue: string): { own: RedlockNode[]; afterRequeue: number[][] } {
+export function watchRequeues(
+  nodes: SimNode[],
+  queue: string,
+  isRequeue: (script: string, args: readonly string[]) => boolean = (script) => script === "requeue",
+): { own: RedlockNode[]; afterRequeue: number[][] } {
   const afterRequeue: number[][] = nodes.map(() => []);
   const own: RedlockNode[] = nodes.map((sim, i) => ({
     label: sim.label,
     run: (script, keys, args, signal) =>
       sim.run(script, keys, args, signal).then((reply) => {
-        if (script.name === "requeue") afterRequeue[i].push(sim.liveWaiters(queue).length);
+        if (isRequeue(script.name, args)) afterRequeue[i].push(sim.liveWaiters(queue).length);
         return reply;
       }),
   }));

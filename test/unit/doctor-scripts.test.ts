@@ -59,6 +59,7 @@ describe("the doctor's script trials", () => {
       "fenced write acquire": [1, "1732406400000003"],
       "read-write inspect": ["v-w", 60_000, []],
       "leave (writer)": 1,
+      "read release, requeued (a waiting reader's undo)": 0,
       "release (lock and permits)": 2,
     };
     expect(SCRIPT_TRIALS.map((t) => t.label).sort()).toEqual(Object.keys(replies).sort());
