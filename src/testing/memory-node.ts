@@ -235,9 +235,7 @@ export class MemoryNode implements RedlockNode {
       case "rw-read-extend":
         return this.#readers.extend(keys[0], value, ttl) ? [1] : [0, -2];
       case "rw-read-release":
-        if (keys[1] !== undefined && args[2] !== undefined) this.#enqueue(keys[1], args[1], Number(args[2]));
-        else if (keys[1] !== undefined) this.#dequeue(keys[1], args[1]);
-        return this.#readers.remove(keys[0], value) ? 1 : 0;
+        return this.#readRelease(keys, value, args[1], args[2]);
       case "rw-inspect":
         return [this.get(keys[0]) ?? 0, this.pttl(keys[0]), [...this.#readers.live(keys[1])].flat()];
       case "inspect":
@@ -371,6 +369,20 @@ export class MemoryNode implements RedlockNode {
     }
     if (join) this.#enqueue(keys[limit], ticket, lease);
     return [0, soonest, free, ahead];
+  }
+
+  /**
+   * A reader's release as the Lua runs it: the reader out first (kept, as on Redis, when what follows fails), then the
+   * member out of the queue, or back in with a lease; a missing member or a lease that is no number fails there.
+   */
+  #readRelease(keys: string[], value: string, member: string | undefined, lease: string | undefined): number {
+    const released = this.#readers.remove(keys[0], value) ? 1 : 0;
+    if (keys[1] === undefined) return released;
+    if (member === undefined) throw new Error("ERR Lua redis() command arguments must be strings or integers");
+    if (lease === undefined) this.#dequeue(keys[1], member);
+    else if (lease.trim() === "" || Number.isNaN(Number(lease))) throw new Error("ERR the lease is not a number");
+    else this.#enqueue(keys[1], member, Number(lease));
+    return released;
   }
 
   /** Release where the value still holds, and put the ticket back in every queue with a deadline of the lease. */
