@@ -5,19 +5,10 @@
 // min(its release, acquire time + validityMs).
 import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, Redlock } from "../../src/index.ts";
+import { prng } from "../../dev/prng.ts";
 import { simCluster } from "../sim/sim-node.ts";
 import { VirtualClock } from "../sim/virtual-clock.ts";
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Interval = { from: number; to: number; write: boolean; requeues: number };
 

@@ -5,22 +5,13 @@
 // member stays in line past one lease.
 import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, Redlock, type Lock } from "../../src/index.ts";
+import { prng } from "../../dev/prng.ts";
 import { simCluster } from "../sim/sim-node.ts";
 import { VirtualClock } from "../sim/virtual-clock.ts";
 
 const READERS = "edge-redlock:rw:readers:doc";
 const QUEUE = "edge-redlock:rw:queue:doc";
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Interval = { from: number; to: number; write: boolean };
 
