@@ -66,7 +66,9 @@ describe("semaphore under partial partitions (real cluster)", () => {
       }
     }
     console.log(`${intervals.length} permits, ${refused} refusals, most valid at once ${most}: ${witness}`);
-    expect(intervals.length).toBeGreaterThanOrEqual(10);
+    // That the run had permits to check (not a throughput bound): 9 to 19 in the runs of 2026-11-24, here and in CI,
+    // before and after the semaphore's waiters kept their place (118c4c2: 10-15; 2e5f5fe: 11-17).
+    expect(intervals.length).toBeGreaterThanOrEqual(6);
     expect(most, witness).toBeLessThanOrEqual(LIMIT);
     await Promise.all(env.admins.map((a) => a.reset()));
     await settle(env);
