@@ -16,6 +16,7 @@ import { type Emit, eventEmitter } from "../events/emit.ts";
 import { nodeTally } from "../events/tally.ts";
 import type { LockKind } from "../events/types.ts";
 import { lockState, type Lock, type LockOwner, type LockState, type ReleaseResult } from "./lock.ts";
+import type { Requeue } from "./queue.ts";
 
 /**
  * Release, extension and cleanup for the locks and permits of one `Redlock`.
@@ -25,18 +26,6 @@ import { lockState, type Lock, type LockOwner, type LockState, type ReleaseResul
  * const lock = new Lock(["k"], grant.value, 1, undefined, lifecycle.held(grant, 10_000));
  * ```
  */
-/**
- * How a fair waiter's failed attempt puts it back in line where it was granted: its queues, ticket and lease, and the
- * script that releases and re-queues (keys: the held keys then the queues; args: value, ticket, lease). {@link REQUEUE}
- * unless given: a reader's is `RW_READ_RELEASE` with a lease.
- */
-export interface Requeue {
-  queues: readonly string[];
-  ticket: string;
-  lease: string;
-  script?: Script;
-}
-
 export class Lifecycle {
   readonly #rounds: Rounds;
   /** Reports to the Redlock's `onEvent`; absent without one. */
@@ -101,9 +90,9 @@ export class Lifecycle {
   /**
    * A failed attempt: its tally, and the release of `keys` on every node where `grant` may have set them (with
    * `how.release`, sent with `keys` and `[value]`: a mutex's by default). With `how.requeue` (a fair waiter that keeps
-   * waiting) a node is undone with {@link REQUEUE} instead, which also puts the ticket back in line there (the
-   * grant took it out), once the round's replies show the waiter can reach a quorum; when they show it cannot,
-   * with `release`, so a waiter that can never win keeps nobody out.
+   * waiting) a node is undone with its script instead ({@link REQUEUE} by default), which also puts the ticket back
+   * in line there (the grant took it out), once the round's replies show the waiter can reach a quorum; when they
+   * show it cannot, with `release`, so a waiter that can never win keeps nobody out.
    */
   failed(
     attempt: number,

@@ -1,8 +1,8 @@
 // A fair acquisition's place in line: its queue keys, its ticket, and the wait after a refused round.
 import type { Round } from "../quorum/fan-out.ts";
-import type { Requeue } from "./lifecycle.ts";
 import { fairWait, type LinePace } from "../quorum/waits.ts";
 import { RESERVED_PREFIX, WAITER_LEASE_MS } from "../options.ts";
+import type { Script } from "../scripts/script.ts";
 import type { Clock } from "../support/clock.ts";
 import { randomUnit, waiterTicket } from "../support/random.ts";
 
@@ -28,6 +28,18 @@ export function queueKey(resource: string): string {
  * never lapses. A node sees the next attempt about (the round's duration + the wait) after this one.
  */
 const WAIT_CAP_MS = (WAITER_LEASE_MS * 2) / 3;
+
+/**
+ * How a fair waiter's failed attempt puts it back in line where it was granted: its queues, ticket and lease, and the
+ * script that releases and re-queues (keys: the held keys then the queues; args: value, ticket, lease). `REQUEUE`
+ * unless given: a reader's is `RW_READ_RELEASE` with a lease. What `Lifecycle.failed` takes.
+ */
+export interface Requeue {
+  queues: readonly string[];
+  ticket: string;
+  lease: string;
+  script?: Script;
+}
 
 /**
  * One acquisition's place in line: a ticket fixed at its first attempt and sent unchanged to every node on
@@ -69,7 +81,7 @@ export class Line {
 
   /**
    * What the undoing of a failed attempt needs to put this waiter back in line where the attempt was granted (the
-   * grant took its ticket out there): its queues, its ticket, its lease (see {@link Lifecycle.failed}).
+   * grant took its ticket out there): its queues, its ticket, its lease (see `Lifecycle.failed`).
    */
   requeue(): Requeue {
     const [ticket, lease] = this.args(true);
