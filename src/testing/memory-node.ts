@@ -57,6 +57,19 @@ export interface MemoryRequest {
   cutAt?: number;
 }
 
+/** What Redis answers when a script passes a missing (nil) argument to a command. */
+const LUA_ARGUMENT_ERROR = "ERR Lua redis() command arguments must be strings or integers";
+
+/**
+ * A lease argument as the queue scripts read it (`tonumber`): a number, else the script fails (Lua's `tonumber`
+ * gives nil for a missing, blank or non-numeric text, and the ZADD or the addition after it fails).
+ */
+function leaseOf(text: string | undefined): number {
+  const lease = text === undefined || text.trim() === "" ? Number.NaN : Number(text);
+  if (Number.isNaN(lease)) throw new Error("ERR the lease is not a number");
+  return lease;
+}
+
 /** The wall clock: `performance.now()` where it exists, timers for latency. */
 const REAL_CLOCK: MemoryClock = {
   now: () => (typeof performance === "object" ? performance.now() : Date.now()),
@@ -227,7 +240,7 @@ export class MemoryNode implements RedlockNode {
       case "leave":
         return this.#leave(keys, value, args[1]);
       case "requeue":
-        return this.#requeue(keys, value, args[1], Number(args[2]));
+        return this.#requeue(keys, value, args[1], args[2]);
       case "rw-read-acquire":
         return this.#readAcquire(keys, args);
       case "rw-write-acquire":
@@ -378,16 +391,21 @@ export class MemoryNode implements RedlockNode {
   #readRelease(keys: string[], value: string, member: string | undefined, lease: string | undefined): number {
     const released = this.#readers.remove(keys[0], value) ? 1 : 0;
     if (keys[1] === undefined) return released;
-    if (member === undefined) throw new Error("ERR Lua redis() command arguments must be strings or integers");
+    if (member === undefined) throw new Error(LUA_ARGUMENT_ERROR);
     if (lease === undefined) this.#dequeue(keys[1], member);
-    else if (lease.trim() === "" || Number.isNaN(Number(lease))) throw new Error("ERR the lease is not a number");
-    else this.#enqueue(keys[1], member, Number(lease));
+    else this.#enqueue(keys[1], member, leaseOf(lease));
     return released;
   }
 
-  /** Release where the value still holds, and put the ticket back in every queue with a deadline of the lease. */
-  #requeue(keys: string[], value: string, ticket: string, lease: number): number {
-    return this.#releaseEach(keys, value, (queue) => this.#enqueue(queue, ticket, lease));
+  /**
+   * Release where the value still holds, and put the ticket back in every queue with a deadline of the lease. As in
+   * the Lua, a missing ticket or a lease that is no number fails at the first queue, after its resource was released.
+   */
+  #requeue(keys: string[], value: string, ticket: string | undefined, lease: string | undefined): number {
+    return this.#releaseEach(keys, value, (queue) => {
+      if (ticket === undefined) throw new Error(LUA_ARGUMENT_ERROR);
+      this.#enqueue(queue, ticket, leaseOf(lease));
+    });
   }
 
   /** Release where the value still holds, and take the ticket out of every queue. */
