@@ -92,7 +92,9 @@ export class Lifecycle {
    * `how.release`, sent with `keys` and `[value]`: a mutex's by default). With `how.requeue` (a fair waiter that keeps
    * waiting) a node is undone with its script instead ({@link REQUEUE} by default), which also puts the ticket back
    * in line there (the grant took it out), once the round's replies show the waiter can reach a quorum; when they
-   * show it cannot, with `release`, so a waiter that can never win keeps nobody out.
+   * show it cannot, with `release`, so a waiter that can never win keeps nobody out. A waiter whose `round` won a
+   * quorum with no validity left missed its turn (`missedTurn`): its undo takes the ticket out (`requeue.leave`,
+   * {@link LEAVE} by default), and the caller renews its ticket (`Line.renew`), so it goes to the back of the line.
    */
   failed(
     attempt: number,
@@ -101,24 +103,28 @@ export class Lifecycle {
     ttl: number,
     keys: string[],
     how: { release?: Script; requeue?: Requeue } = {},
-  ): { failed: AttemptTally; cleanup: Promise<void> } {
+  ): { failed: AttemptTally; cleanup: Promise<void>; missedTurn: boolean } {
     const rounds = this.#rounds;
     const { release = RELEASE, requeue } = how;
     const value = grant.value;
-    const undo: Undo = requeue
-      ? reachesQuorum(grant.round.settled, rounds.quorum).then((reaches) =>
-          reaches
-            ? {
-                script: requeue.script ?? REQUEUE,
-                keys: [...keys, ...requeue.queues],
-                args: [value, requeue.ticket, requeue.lease],
-              }
-            : { script: release, keys, args: [value] },
-        )
-      : { script: release, keys, args: [value] };
+    const missedTurn = requeue !== undefined && round.granted >= rounds.quorum;
+    const undo: Undo = missedTurn
+      ? { script: requeue.leave ?? LEAVE, keys: [...keys, ...requeue.queues], args: [value, requeue.ticket] }
+      : requeue
+        ? reachesQuorum(grant.round.settled, rounds.quorum).then((reaches) =>
+            reaches
+              ? {
+                  script: requeue.script ?? REQUEUE,
+                  keys: [...keys, ...requeue.queues],
+                  args: [value, requeue.ticket, requeue.lease],
+                }
+              : { script: release, keys, args: [value] },
+          )
+        : { script: release, keys, args: [value] };
     return {
       failed: rounds.tally(attempt, round, grant.start, rounds.validity(ttl, grant.start)),
       cleanup: this.#releaseAfter(new Map(grant.round.settled.entries()), undo),
+      missedTurn,
     };
   }
 

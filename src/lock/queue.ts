@@ -32,13 +32,16 @@ const WAIT_CAP_MS = (WAITER_LEASE_MS * 2) / 3;
 /**
  * How a fair waiter's failed attempt puts it back in line where it was granted: its queues, ticket and lease, and the
  * script that releases and re-queues (keys: the held keys then the queues; args: value, ticket, lease). `REQUEUE`
- * unless given: a reader's is `RW_READ_RELEASE` with a lease. What `Lifecycle.failed` takes.
+ * unless given: a reader's is `RW_READ_RELEASE` with a lease. `leave` releases and takes the ticket out instead (args:
+ * value, ticket), for an attempt that missed its turn: `LEAVE` unless given (a reader's is `RW_READ_RELEASE`). What
+ * `Lifecycle.failed` takes.
  */
 export interface Requeue {
   queues: readonly string[];
   ticket: string;
   lease: string;
   script?: Script;
+  leave?: Script;
 }
 
 /**
@@ -51,9 +54,10 @@ export interface Requeue {
  * ```
  */
 export class Line {
-  readonly ticket: string;
   readonly queues: string[];
   readonly #clock: Clock;
+  readonly #kind: string;
+  #ticket: string;
   readonly #pace: LinePace = {};
   /** The longest round this waiter has seen (ms): its lease must outlast the time between two of its runs on a node. */
   #slowest = 0;
@@ -64,8 +68,23 @@ export class Line {
    */
   constructor(clock: Clock, queues: readonly string[], kind = "") {
     this.#clock = clock;
-    this.ticket = waiterTicket(clock.epoch()) + kind;
+    this.#kind = kind;
+    this.#ticket = waiterTicket(clock.epoch()) + kind;
     this.queues = [...queues];
+  }
+
+  /** The ticket every attempt sends, until {@link Line.renew}. */
+  get ticket(): string {
+    return this.#ticket;
+  }
+
+  /**
+   * A new ticket, taken now: the place at the back of the line of a waiter that missed its turn (an attempt that won
+   * a quorum with no validity left, whose undo took the old ticket out). Kept, such a waiter would be served first
+   * again on its next attempt, and one whose rounds always end too late would hold everyone back until it gave up.
+   */
+  renew(): void {
+    this.#ticket = waiterTicket(this.#clock.epoch()) + this.#kind;
   }
 
   /**

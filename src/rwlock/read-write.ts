@@ -188,14 +188,18 @@ export class ReadWriteLock {
           return { held: new Lock([this.key], grant.value, n, fence, state) };
         }
         // A waiter keeps its place where this attempt was granted (the grant took its ticket out of line there): a
-        // writer's undoing is REQUEUE, a reader's RW_READ_RELEASE with a lease.
-        const requeue = policy.fair ? { ...line.requeue(), script: read ? RW_READ_RELEASE : undefined } : undefined;
-        const failure = lifecycle.failed(n, round, grant, ttl, held, {
+        // writer's undoing is REQUEUE, a reader's RW_READ_RELEASE with a lease. One that missed its turn (a quorum
+        // granted, no validity left) leaves the line there instead (a reader's release without a lease) and goes to
+        // the back.
+        const readerUndo = read ? { script: RW_READ_RELEASE, leave: RW_READ_RELEASE } : {};
+        const requeue = policy.fair ? { ...line.requeue(), ...readerUndo } : undefined;
+        const { failed, cleanup, missedTurn } = lifecycle.failed(n, round, grant, ttl, held, {
           release: read ? RW_READ_RELEASE : RELEASE,
           requeue,
         });
-        if (!policy.fair) return failure;
-        return { ...failure, waitMs: line.wait(grant.round, grant.start), settleFirst: grant.round.granted > 0 };
+        if (!policy.fair) return { failed, cleanup };
+        if (missedTurn) line.renew();
+        return { failed, cleanup, waitMs: line.wait(grant.round, grant.start), settleFirst: grant.round.granted > 0 };
       };
     return lifecycle.acquisition(kind, [this.key], policy, attempt, { what: "lock", leave, nameNodes: true });
   }
