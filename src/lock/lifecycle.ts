@@ -92,9 +92,10 @@ export class Lifecycle {
    * `how.release`, sent with `keys` and `[value]`: a mutex's by default). With `how.requeue` (a fair waiter that keeps
    * waiting) a node is undone with its script instead ({@link REQUEUE} by default), which also puts the ticket back
    * in line there (the grant took it out), once the round's replies show the waiter can reach a quorum; when they
-   * show it cannot, with `release`, so a waiter that can never win keeps nobody out. A waiter whose `round` won a
-   * quorum with no validity left missed its turn (`missedTurn`): its undo takes the ticket out (`requeue.leave`,
-   * {@link LEAVE} by default), and the caller renews its ticket (`Line.renew`), so it goes to the back of the line.
+   * show it cannot, with `release`, so a waiter that can never win keeps nobody out. A waiter whose grant round won a
+   * quorum yet failed (no validity left, or a fenced attempt's write-back fell short) missed its turn (`missedTurn`):
+   * its undo takes the ticket out on every node, refusing ones included (`requeue.leave`, {@link LEAVE} by default),
+   * and the caller renews its ticket (`Line.renew`), so it goes to the back of the line.
    */
   failed(
     attempt: number,
@@ -107,7 +108,8 @@ export class Lifecycle {
     const rounds = this.#rounds;
     const { release = RELEASE, requeue } = how;
     const value = grant.value;
-    const missedTurn = requeue !== undefined && round.granted >= rounds.quorum;
+    // Served: the grant round won a quorum (a fenced attempt's write-back may then have failed or come too late).
+    const missedTurn = requeue !== undefined && grant.round.granted >= rounds.quorum;
     const undo: Undo = missedTurn
       ? { script: requeue.leave ?? LEAVE, keys: [...keys, ...requeue.queues], args: [value, requeue.ticket] }
       : requeue
@@ -123,7 +125,7 @@ export class Lifecycle {
         : { script: release, keys, args: [value] };
     return {
       failed: rounds.tally(attempt, round, grant.start, rounds.validity(ttl, grant.start)),
-      cleanup: this.#releaseAfter(new Map(grant.round.settled.entries()), undo),
+      cleanup: this.#releaseAfter(new Map(grant.round.settled.entries()), undo, missedTurn),
       missedTurn,
     };
   }
@@ -244,13 +246,16 @@ export class Lifecycle {
     return late;
   }
 
-  /** Releases each node once its outstanding acquire reply is in, except nodes that denied (they set nothing). */
-  #releaseAfter(acquired: Map<number, Promise<Vote>>, undo: Undo): Promise<void> {
+  /**
+   * Undoes each node once its outstanding acquire reply is in, except nodes that denied (they set nothing), unless
+   * `evenDenied`: a missed turn's LEAVE also takes the old ticket out of line where the refusal queued it.
+   */
+  #releaseAfter(acquired: Map<number, Promise<Vote>>, undo: Undo, evenDenied = false): Promise<void> {
     return Promise.all(
       [...acquired].map(async ([node, reply]) => {
         const vote = await reply;
         await this.#rounds.landed(vote); // a release must not overtake the request it undoes
-        if (vote.outcome === "denied") return;
+        if (vote.outcome === "denied" && !evenDenied) return;
         const { script, keys, args } = await undo;
         await this.#rounds.ask(node, script, keys, args);
       }),

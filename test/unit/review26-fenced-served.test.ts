@@ -51,11 +51,11 @@ async function scenario(fencing: boolean) {
 }
 
 describe("review26: a fenced waiter served by its grant round whose write-back round failed", () => {
-  // Shows: S's grant round wins nodes 0-2 every attempt, its write-back misses node 2, so it fails and REQUEUEs at
-  // the head; F (which came later) waits out its whole 2 s and gives up. Fix: call it a missed turn when the GRANT
-  // round won a quorum (`grant.round.granted >= rounds.quorum` in `Lifecycle.failed`, not `round.granted`): the waiter
-  // was served either way, whether its validity or its write-back round let it down.
-  it.fails("a fast client that came later is served while the fenced waiter still retries", async () => {
+  // S's grant round wins nodes 0-2 every attempt, its write-back misses node 2. Before the fix it failed and REQUEUEd at
+  // the head, and F (which came later) waited out its whole 2 s and gave up (1951 ms). Now a missed turn is judged on
+  // the GRANT round (`grant.round.granted >= rounds.quorum` in `Lifecycle.failed`): the waiter was served either way,
+  // whether its validity or its write-back round let it down.
+  it("a fast client that came later is served while the fenced waiter still retries", async () => {
     const { clock, slowTry, fastTry } = await scenario(true);
     expect(fastTry.waited).toBeLessThan(1_000);
     await clock.run(fastTry.lock!.release());

@@ -51,12 +51,10 @@ async function slowWaiterGivesUp(strangerMs: number) {
 }
 
 describe("review26: the old ticket of a waiter that missed its turn, where its attempt was refused", () => {
-  // Shows: right after the waiter gave up and its LEAVE landed, node 4 still has the waiter's old ticket(s) in line
-  // (it refused the last attempt, which enqueued the ticket; the missed turn's LEAVE skipped it, the give-up's LEAVE
-  // named the new ticket). SAFETY.md's new row says so ("the old ticket where the missed turn was refused … the
-  // lease"): bounded, but avoidable. Fix: send a missed turn's LEAVE to the refusing nodes too (`#releaseAfter`
-  // skips a denial only when the undo is not a missed turn's).
-  it.fails("after the waiter gave up and its LEAVE landed, no ticket of it is left in line", async () => {
+  // Before the fix, node 4 still had the waiter's old ticket(s) in line right after it gave up (it refused the last
+  // attempt, which enqueued the ticket; the missed turn's LEAVE skipped it, the give-up's LEAVE named the new ticket).
+  // Now a missed turn's LEAVE goes to the refusing nodes too (`#releaseAfter` with `evenDenied`).
+  it("after the waiter gave up and its LEAVE landed, no ticket of it is left in line", async () => {
     const { nodes } = await slowWaiterGivesUp(60_000);
     expect(nodes.map((n) => n.liveWaiters(QUEUE).length)).toEqual([0, 0, 0, 0, 0]);
   });

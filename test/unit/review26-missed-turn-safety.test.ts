@@ -79,7 +79,6 @@ describe("review26: missed turns keep exclusion and leave nothing in line (simul
         };
         await clock.run(Promise.all(Array.from({ length: 6 }, (_, c) => client(c))));
         await clock.drain();
-        console.log(`${kind} seed ${seed}: ${renew.mock.calls.length} missed turns, ${log.length} holds`);
         // The change's path runs.
         expect(renew.mock.calls.length, "some waiter missed its turn").toBeGreaterThan(0);
         expect(log.length).toBeGreaterThan(0);
