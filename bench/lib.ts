@@ -1,4 +1,4 @@
 // What the benchmark imports from the library under test.
-export { Redlock, type RedlockOptions } from "../src/index.ts";
+export { Redlock, type RedlockNode, type RedlockOptions } from "../src/index.ts";
 export { ACQUIRE, FAIR_ACQUIRE, RELEASE, scriptSha as scriptShaOf } from "../src/scripts/index.ts";
 export { CLIENT_SETTINGS } from "../src/node/upstash.ts";
