@@ -160,7 +160,7 @@ export class RedlockMutex {
         }
         // A waiter keeps its place where this attempt was granted (the grant took its ticket out of line there),
         // unless the round's replies show it cannot reach a quorum (then it lets go there too: see `failed`).
-        // One that missed its turn (a quorum granted, no validity left) goes to the back of the line instead.
+        // One that missed its turn (its grant round won a quorum, yet it failed) goes to the back of the line instead.
         const { failed, cleanup, missedTurn } = lifecycle.failed(n, round, grant, ttl, keys, {
           requeue: waiter.requeue(),
         });

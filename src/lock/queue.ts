@@ -79,8 +79,8 @@ export class Line {
   }
 
   /**
-   * A new ticket, taken now: the place at the back of the line of a waiter that missed its turn (an attempt that won
-   * a quorum with no validity left, whose undo took the old ticket out). Kept, such a waiter would be served first
+   * A new ticket, taken now: the place at the back of the line of a waiter that missed its turn (an attempt whose grant
+   * round won a quorum yet failed, whose undo took the old ticket out). Kept, such a waiter would be served first
    * again on its next attempt, and one whose rounds always end too late would hold everyone back until it gave up.
    */
   renew(): void {

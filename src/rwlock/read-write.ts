@@ -188,9 +188,9 @@ export class ReadWriteLock {
           return { held: new Lock([this.key], grant.value, n, fence, state) };
         }
         // A waiter keeps its place where this attempt was granted (the grant took its ticket out of line there): a
-        // writer's undoing is REQUEUE, a reader's RW_READ_RELEASE with a lease. One that missed its turn (a quorum
-        // granted, no validity left) leaves the line there instead (a reader's release without a lease) and goes to
-        // the back.
+        // writer's undoing is REQUEUE, a reader's RW_READ_RELEASE with a lease. One that missed its turn (its grant
+        // round won a quorum, yet it failed) leaves the line there instead (a reader's release without a lease) and
+        // goes to the back.
         const readerUndo = read ? { script: RW_READ_RELEASE, leave: RW_READ_RELEASE } : {};
         const requeue = policy.fair ? { ...line.requeue(), ...readerUndo } : undefined;
         const { failed, cleanup, missedTurn } = lifecycle.failed(n, round, grant, ttl, held, {

@@ -143,7 +143,7 @@ export class Semaphore {
           // line there). An earlier try is only released: the next try runs on every node at once and, refused,
           // queues the ticket again; put back by a late REQUEUE, it would sit in line beside the permit the next
           // try won, a waiter ahead of everyone for a lease (review 24).
-          // A last try that missed its turn (a quorum granted, no validity left) leaves the line and goes to its back.
+          // A last try that missed its turn (a quorum granted it, yet it failed) leaves the line, goes to its back.
           const requeue = last && line && policy.fair ? line.requeue() : undefined;
           const failure = lifecycle.failed(n, grant.round, grant, ttl, [this.#slots[take]], { requeue });
           if (failure.missedTurn) line?.renew();
