@@ -154,19 +154,13 @@ export class RedlockMutex {
           const queue = waiter ? { keys: waiter.queues, ticket: waiter.ticket } : undefined;
           return { held: new Lock(keys, grant.value, n, fence, { ...lifecycle.held(grant, ttl), queue }) };
         }
-        if (!waiter) {
-          const { failed, cleanup } = lifecycle.failed(n, round, grant, ttl, keys);
-          return { failed, cleanup };
-        }
+        if (!waiter) return lifecycle.failed(n, round, grant, ttl, keys);
         // A waiter keeps its place where this attempt was granted (the grant took its ticket out of line there),
         // unless the round's replies show it cannot reach a quorum (then it lets go there too: see `failed`).
         // One that missed its turn (its grant round won a quorum, yet it failed) goes to the back of the line instead.
-        const { failed, cleanup, missedTurn } = lifecycle.failed(n, round, grant, ttl, keys, {
-          requeue: waiter.requeue(),
-        });
-        if (missedTurn) waiter.renew();
+        const failure = lifecycle.failed(n, round, grant, ttl, keys, { requeue: waiter.requeue() });
         const split = grant.round.granted > 0;
-        return { failed, cleanup, waitMs: waiter.wait(grant.round, grant.start), settleFirst: split };
+        return { ...failure, waitMs: waiter.wait(grant.round, grant.start), settleFirst: split };
       };
     return lifecycle.acquisition("lock", keys, policy, attempt, { what: "lock", leave, nameNodes: true });
   }

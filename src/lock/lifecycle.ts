@@ -93,9 +93,9 @@ export class Lifecycle {
    * waiting) a node is undone with its script instead ({@link REQUEUE} by default), which also puts the ticket back
    * in line there (the grant took it out), once the round's replies show the waiter can reach a quorum; when they
    * show it cannot, with `release`, so a waiter that can never win keeps nobody out. A waiter whose grant round won a
-   * quorum yet failed (no validity left, or a fenced attempt's write-back fell short) missed its turn (`missedTurn`):
-   * its undo takes the ticket out on every node, refusing ones included (`requeue.leave`, {@link LEAVE} by default),
-   * and the caller renews its ticket (`Line.renew`), so it goes to the back of the line.
+   * quorum yet failed (no validity left, or a fenced attempt's write-back fell short) missed its turn: its undo takes
+   * the ticket out on every node, refusing ones included (`requeue.leave`, {@link LEAVE} by default), and its ticket
+   * is renewed (`requeue.renew`), so it goes to the back of the line.
    */
   failed(
     attempt: number,
@@ -104,29 +104,28 @@ export class Lifecycle {
     ttl: number,
     keys: string[],
     how: { release?: Script; requeue?: Requeue } = {},
-  ): { failed: AttemptTally; cleanup: Promise<void>; missedTurn: boolean } {
+  ): { failed: AttemptTally; cleanup: Promise<void> } {
     const rounds = this.#rounds;
     const { release = RELEASE, requeue } = how;
     const value = grant.value;
+    const released: Undo = { script: release, keys, args: [value] };
     // Served: the grant round won a quorum (a fenced attempt's write-back may then have failed or come too late).
     const missedTurn = requeue !== undefined && grant.round.granted >= rounds.quorum;
-    const undo: Undo = missedTurn
-      ? { script: requeue.leave ?? LEAVE, keys: [...keys, ...requeue.queues], args: [value, requeue.ticket] }
-      : requeue
-        ? reachesQuorum(grant.round.settled, rounds.quorum).then((reaches) =>
-            reaches
-              ? {
-                  script: requeue.script ?? REQUEUE,
-                  keys: [...keys, ...requeue.queues],
-                  args: [value, requeue.ticket, requeue.lease],
-                }
-              : { script: release, keys, args: [value] },
-          )
-        : { script: release, keys, args: [value] };
+    let undo: Undo = released;
+    if (requeue) {
+      const lineKeys = [...keys, ...requeue.queues];
+      const { ticket } = requeue;
+      if (missedTurn) {
+        undo = { script: requeue.leave ?? LEAVE, keys: lineKeys, args: [value, ticket] };
+        requeue.renew();
+      } else {
+        const requeued = { script: requeue.script ?? REQUEUE, keys: lineKeys, args: [value, ticket, requeue.lease] };
+        undo = reachesQuorum(grant.round.settled, rounds.quorum).then((reaches) => (reaches ? requeued : released));
+      }
+    }
     return {
       failed: rounds.tally(attempt, round, grant.start, rounds.validity(ttl, grant.start)),
       cleanup: this.#releaseAfter(new Map(grant.round.settled.entries()), undo, missedTurn),
-      missedTurn,
     };
   }
 

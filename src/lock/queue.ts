@@ -32,9 +32,9 @@ const WAIT_CAP_MS = (WAITER_LEASE_MS * 2) / 3;
 /**
  * How a fair waiter's failed attempt puts it back in line where it was granted: its queues, ticket and lease, and the
  * script that releases and re-queues (keys: the held keys then the queues; args: value, ticket, lease). `REQUEUE`
- * unless given: a reader's is `RW_READ_RELEASE` with a lease. `leave` releases and takes the ticket out instead (args:
- * value, ticket), for an attempt that missed its turn: `LEAVE` unless given (a reader's is `RW_READ_RELEASE`). What
- * `Lifecycle.failed` takes.
+ * unless given: a reader's is `RW_READ_RELEASE` with a lease. For an attempt that missed its turn, `leave` releases
+ * and takes the ticket out instead (args: value, ticket; `LEAVE` unless given, a reader's is `RW_READ_RELEASE`), and
+ * `renew` gives the waiter a new ticket. What `Lifecycle.failed` takes; made by {@link Line.requeue}.
  */
 export interface Requeue {
   queues: readonly string[];
@@ -42,6 +42,7 @@ export interface Requeue {
   lease: string;
   script?: Script;
   leave?: Script;
+  renew(): void;
 }
 
 /**
@@ -100,11 +101,12 @@ export class Line {
 
   /**
    * What the undoing of a failed attempt needs to put this waiter back in line where the attempt was granted (the
-   * grant took its ticket out there): its queues, its ticket, its lease (see `Lifecycle.failed`).
+   * grant took its ticket out there): its queues, its ticket, its lease; or, when it missed its turn, to renew the
+   * ticket (see `Lifecycle.failed`).
    */
   requeue(): Requeue {
     const [ticket, lease] = this.args(true);
-    return { queues: this.queues, ticket, lease };
+    return { queues: this.queues, ticket, lease, renew: () => this.renew() };
   }
 
   /** The wait before the next attempt after a refused round that started at `start` (see {@link fairWait}). */

@@ -193,13 +193,12 @@ export class ReadWriteLock {
         // goes to the back.
         const readerUndo = read ? { script: RW_READ_RELEASE, leave: RW_READ_RELEASE } : {};
         const requeue = policy.fair ? { ...line.requeue(), ...readerUndo } : undefined;
-        const { failed, cleanup, missedTurn } = lifecycle.failed(n, round, grant, ttl, held, {
+        const failure = lifecycle.failed(n, round, grant, ttl, held, {
           release: read ? RW_READ_RELEASE : RELEASE,
           requeue,
         });
-        if (!policy.fair) return { failed, cleanup };
-        if (missedTurn) line.renew();
-        return { failed, cleanup, waitMs: line.wait(grant.round, grant.start), settleFirst: grant.round.granted > 0 };
+        if (!policy.fair) return failure;
+        return { ...failure, waitMs: line.wait(grant.round, grant.start), settleFirst: grant.round.granted > 0 };
       };
     return lifecycle.acquisition(kind, [this.key], policy, attempt, { what: "lock", leave, nameNodes: true });
   }

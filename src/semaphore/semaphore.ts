@@ -146,7 +146,6 @@ export class Semaphore {
           // A last try that missed its turn (a quorum granted it, yet it failed) leaves the line, goes to its back.
           const requeue = last && line && policy.fair ? line.requeue() : undefined;
           const failure = lifecycle.failed(n, grant.round, grant, ttl, [this.#slots[take]], { requeue });
-          if (failure.missedTurn) line?.renew();
           cleanups.push(failure.cleanup);
           slot = next.slot;
           if (last) {
