@@ -3,13 +3,12 @@
 // `edge-redlock/mutex` entry, so a bundle that only locks carries none of them.
 import { checkResources, checkRetryPolicy, checkTtl, checkUsing, resolveOptions } from "./check.ts";
 import { InvalidArgumentError, type LockExtensionError, type MaxHoldError } from "./errors.ts";
-import type { AcquireHooks } from "./events/acquire.ts";
 import { fenceKey } from "./fencing/tokens.ts";
-import { writeBackFence } from "./fencing/write-back.ts";
 import { holdWhile } from "./lock/keeper.ts";
 import { Lifecycle } from "./lock/lifecycle.ts";
 import { Lock, type ReleaseResult } from "./lock/lock.ts";
-import { Line, queueKey } from "./lock/queue.ts";
+import { acquire, type LockStrategy, type Machinery, type Try } from "./lock/acquire.ts";
+import { Line, queueKey } from "./lock/line.ts";
 import { nodesFromEnv, type EnvOptions } from "./node/env.ts";
 import { toNodes, type NodeInput } from "./node/input.ts";
 import type { RedlockNode } from "./node/node.ts";
@@ -20,16 +19,9 @@ import {
   type ResolvedOptions,
   type UsingOptions,
 } from "./options.ts";
-import type { Attempt } from "./quorum/retry.ts";
 import { Rounds } from "./quorum/rounds.ts";
-import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE } from "./scripts/fair.ts";
+import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE } from "./scripts/fair-mutex.ts";
 import { ACQUIRE, FENCED_ACQUIRE } from "./scripts/lock.ts";
-
-/** What `Redlock` (redlock.ts) needs of a mutex to build its other locks over the same rounds. */
-export interface Machinery {
-  rounds: Rounds;
-  lifecycle: Lifecycle;
-}
 
 let machinery: (redlock: RedlockMutex) => Machinery;
 
@@ -59,9 +51,10 @@ export function machineryOf(redlock: RedlockMutex): Machinery {
 export class RedlockMutex {
   readonly #rounds: Rounds;
   readonly #lifecycle: Lifecycle;
+  readonly #machinery: Machinery;
 
   static {
-    machinery = (redlock) => ({ rounds: redlock.#rounds, lifecycle: redlock.#lifecycle });
+    machinery = (redlock) => redlock.#machinery;
   }
 
   /**
@@ -76,6 +69,7 @@ export class RedlockMutex {
     const { built, secrets } = toNodes(nodes, resolved.batching, resolved.warnings);
     this.#rounds = new Rounds(Object.freeze(built), resolved, Object.freeze(secrets));
     this.#lifecycle = new Lifecycle(this.#rounds);
+    this.#machinery = { rounds: this.#rounds, lifecycle: this.#lifecycle };
   }
 
   /** The nodes, in the order given (tallies number them from 0 in this order). */
@@ -128,41 +122,28 @@ export class RedlockMutex {
       throw new InvalidArgumentError("options.fencing", "must be a boolean");
     const fencing = options.fencing === true;
     const fenceKeys = fencing ? keys.map(fenceKey) : [];
-    const rounds = this.#rounds;
-    const lifecycle = this.#lifecycle;
     // Fair by default: one ticket for the whole acquisition; the queue keys ride in the same request.
-    // A single try (no retries) still respects the line, but never joins it.
-    const fair = (options.fair ?? this.options.fair) !== false;
-    const line = fair ? new Line(rounds.clock, keys.map(queueKey)) : undefined;
+    const line =
+      (options.fair ?? this.options.fair) !== false ? new Line(this.#rounds.clock, keys.map(queueKey)) : undefined;
     const script = line ? (fencing ? FENCED_FAIR_ACQUIRE : FAIR_ACQUIRE) : fencing ? FENCED_ACQUIRE : ACQUIRE;
     const roundKeys = [...keys, ...(line?.queues ?? []), ...fenceKeys];
-    const args = (value: string) => [value, String(ttl), String(keys.length), ...(line?.args(policy.fair) ?? [])];
-    // A waiter in line: an acquisition that may retry (one that cannot never joins the queues: its requests say so).
-    const waiter = policy.fair ? line : undefined;
-    const leave = waiter ? () => lifecycle.leave(keys, waiter.queues, waiter.ticket) : undefined;
-    const attempt =
-      (hooks: AcquireHooks | undefined) =>
-      async (n: number): Promise<Attempt<Lock>> => {
-        const grant = await rounds.grant(script, roundKeys, args, policy.signal);
-        let round = grant.round;
-        let fence: string | undefined;
-        if (fencing && rounds.holds(round, ttl, grant.start))
-          ({ round, fence } = await writeBackFence(rounds, grant, keys, fenceKeys, policy.signal));
-        if (rounds.holds(round, ttl, grant.start)) {
-          hooks?.won(round);
-          // A single try never joined the queues: its release needs no LEAVE.
-          const queue = waiter ? { keys: waiter.queues, ticket: waiter.ticket } : undefined;
-          return { held: new Lock(keys, grant.value, n, fence, { ...lifecycle.held(grant, ttl), queue }) };
-        }
-        if (!waiter) return lifecycle.failed(n, round, grant, ttl, keys);
-        // A waiter keeps its place where this attempt was granted (the grant took its ticket out of line there),
-        // unless the round's replies show it cannot reach a quorum (then it lets go there too: see `failed`).
-        // One that missed its turn (its grant round won a quorum, yet it failed) goes to the back of the line instead.
-        const failure = lifecycle.failed(n, round, grant, ttl, keys, { requeue: waiter.requeue() });
-        const split = grant.round.granted > 0;
-        return { ...failure, waitMs: waiter.wait(grant.round, grant.start), settleFirst: split };
-      };
-    return lifecycle.acquisition("lock", keys, policy, attempt, { what: "lock", leave, nameNodes: true });
+    const attempt: Try = {
+      script,
+      keys: roundKeys,
+      args: (value) => [value, String(ttl), String(keys.length)],
+      holds: keys,
+    };
+    const mutex: LockStrategy<Lock> = {
+      kind: "lock",
+      resources: keys,
+      ttl,
+      line,
+      leaveKeys: keys,
+      fenced: fencing ? { keys, fenceKeys } : undefined,
+      next: () => attempt,
+      build: (grant, attempts, state, fence) => new Lock(keys, grant.value, attempts, fence, state),
+    };
+    return acquire(this.#machinery, mutex, policy, "lock");
   }
 
   /**

@@ -1,5 +1,6 @@
-// The import rules of docs/ARCHITECTURE.md, checked: no import cycle between the files of src/, each
-// folder imports only the folders below it, and only the files named here import an outside package.
+// The import rules of docs/ARCHITECTURE.md, checked: no import cycle between the files of src/ and of the
+// Node-side folders around it, each folder imports only the folders below it, and only the files named here
+// import an outside package.
 import { readFileSync, readdirSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 
@@ -15,6 +16,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   "node/": ["scripts/", "support/", "errors.ts", "options.ts", "check.ts"],
   "quorum/": ["quorum/rules.ts", "node/", "scripts/", "events/", "support/", "errors.ts", "options.ts", "check.ts"],
   "lock/": [
+    "fencing/",
     "quorum/",
     "quorum/rules.ts",
     "node/",
@@ -92,7 +94,7 @@ const MAY_IMPORT: Record<string, string[]> = {
     "options.ts",
   ],
   // Test helpers for the package's users (./testing, ./testing/memory): may use the whole library;
-  // nothing imports them.
+  // nothing in src/ imports them (dev/ uses the web-standard ones: see NODE_SIDE).
   "testing/": [
     "redlock.ts",
     "lock/",
@@ -112,8 +114,9 @@ const MAY_IMPORT: Record<string, string[]> = {
 };
 
 /**
- * Files of src/ that may import files outside it, and which: the local nodes load the REST bridge and
- * redis-server control from dev/ (Node-side, shipped as dist/dev/), at run time only.
+ * Files of src/ that may import files outside it, and which: the Node-side entry of src/testing loads the
+ * REST bridge and redis-server control from dev/ (shipped as dist/dev/), by dynamic import only, so that
+ * importing `edge-redlock/testing` loads no Redis client. dev/ never imports these two files back.
  */
 const OUTSIDE: Record<string, (target: string) => boolean> = {
   "testing/local-nodes.ts": (target) =>
@@ -121,6 +124,25 @@ const OUTSIDE: Record<string, (target: string) => boolean> = {
       target,
     ),
 };
+
+/** The files of src/testing that load dev/: the Node-side entry (`edge-redlock/testing`). */
+const TESTING_ENTRY = ["src/testing/index.ts", "src/testing/local-nodes.ts"];
+
+/**
+ * The Node-side folders around src/, lowest first, and the folders each may import. dev/ (the test bed)
+ * uses the library and the web-standard files of src/testing, never its Node-side entry, which loads dev/;
+ * cli/ (the bin) sits on both; bench/, chaos/ and tools/ on top, imported by nothing.
+ */
+const NODE_SIDE: Record<string, string[]> = {
+  dev: ["src", "dev"],
+  cli: ["src", "dev", "cli"],
+  bench: ["src", "dev", "bench"],
+  chaos: ["src", "dev", "chaos"],
+  tools: ["tools"],
+};
+
+/** dev/ and cli/ ship in the package: they may import Node's own modules and the peer dependencies only. */
+const SHIPPED_PACKAGES = ["ioredis", "@upstash/redis"];
 
 /** Imports of another group that must be `import type` (quorum/ knows the shape of a script, never its Lua). */
 const TYPES_ONLY: [string, string][] = [
@@ -135,9 +157,17 @@ const PACKAGES: Record<string, (file: string) => boolean> = {
   hono: (file) => file.startsWith("hono/"),
 };
 
-const src = join(new URL("..", import.meta.url).pathname, "src");
-const files = (readdirSync(src, { recursive: true }) as string[]).filter((f) => f.endsWith(".ts")).sort();
+const root = new URL("..", import.meta.url).pathname;
+const src = join(root, "src");
+const tsFiles = (dir: string) =>
+  (readdirSync(join(root, dir), { recursive: true }) as string[])
+    .filter((f) => f.endsWith(".ts"))
+    .map((f) => join(dir, f))
+    .sort();
+const files = tsFiles("src").map((f) => relative("src", f));
+const outside = Object.keys(NODE_SIDE).flatMap(tsFiles);
 const problems: string[] = [];
+/** Every file's imports of other scanned files, by path from the repository root. */
 const graph = new Map<string, string[]>();
 
 /** The group a file of src/ belongs to. */
@@ -146,24 +176,36 @@ function group(file: string): string {
   return `${file.split("/")[0]}/`;
 }
 
+/** The package a bare specifier names (`@scope/name` or `name`). */
+function packageOf(specifier: string): string {
+  return specifier.startsWith("@") ? specifier.split("/").slice(0, 2).join("/") : specifier.split("/")[0];
+}
+
+/** Each import of a file: its specifier, whether it is `import type`, whether it is a dynamic `import()`. */
+function* importsOf(text: string): Generator<{ specifier: string; typeOnly: boolean; dynamic: boolean }> {
+  const statements = /^(?:import|export)\s+(type\s+)?(?:[^;]*?\sfrom\s+)?"([^"]+)";|\bimport\(\s*"([^"]+)"\s*\)/gms;
+  for (const match of text.matchAll(statements)) {
+    yield { specifier: match[2] ?? match[3], typeOnly: match[1] !== undefined, dynamic: match[3] !== undefined };
+  }
+}
+
 for (const file of files) {
   const text = readFileSync(join(src, file), "utf8");
   const edges: string[] = [];
-  const statements = /^(?:import|export)\s+(type\s+)?(?:[^;]*?\sfrom\s+)?"([^"]+)";|\bimport\(\s*"([^"]+)"\s*\)/gms;
-  for (const match of text.matchAll(statements)) {
-    const typeOnly = match[1];
-    const specifier = match[2] ?? match[3];
+  for (const { specifier, typeOnly, dynamic } of importsOf(text)) {
     if (!specifier.startsWith(".")) {
-      const pkg = specifier.startsWith("@") ? specifier.split("/").slice(0, 2).join("/") : specifier.split("/")[0];
-      if (!PACKAGES[pkg]?.(file)) problems.push(`${file}: imports the package "${specifier}" (not allowed here)`);
+      if (!PACKAGES[packageOf(specifier)]?.(file))
+        problems.push(`${file}: imports the package "${specifier}" (not allowed here)`);
       continue;
     }
     const target = normalize(relative(src, join(src, dirname(file), specifier)));
     if (target.startsWith("..")) {
       if (!OUTSIDE[file]?.(target)) problems.push(`${file}: imports ${target}, outside src/ (not allowed here)`);
+      else if (!dynamic) problems.push(`${file}: imports ${target} statically (only \`import()\` at run time)`);
+      edges.push(normalize(join("src", target)));
       continue;
     }
-    edges.push(target);
+    edges.push(join("src", target));
     const [from, to] = [group(file), group(target)];
     if (from === to) continue;
     if (!(MAY_IMPORT[from] ?? []).includes(to))
@@ -171,6 +213,27 @@ for (const file of files) {
     if (!typeOnly && TYPES_ONLY.some(([a, b]) => a === from && b === to)) {
       problems.push(`${file}: imports ${target} for more than its types (${from} may only import types from ${to})`);
     }
+  }
+  graph.set(join("src", file), edges);
+}
+
+for (const file of outside) {
+  const folder = file.split("/")[0];
+  const text = readFileSync(join(root, file), "utf8");
+  const edges: string[] = [];
+  for (const { specifier } of importsOf(text)) {
+    if (!specifier.startsWith(".")) {
+      const shipped = folder === "dev" || folder === "cli";
+      if (shipped && !specifier.startsWith("node:") && !SHIPPED_PACKAGES.includes(packageOf(specifier)))
+        problems.push(`${file}: imports the package "${specifier}" (${folder}/ ships: Node's modules and peers only)`);
+      continue;
+    }
+    const target = normalize(join(dirname(file), specifier));
+    const to = target.split("/")[0];
+    edges.push(target);
+    if (!NODE_SIDE[folder].includes(to)) problems.push(`${file}: imports ${target} (${folder}/ may not import ${to}/)`);
+    else if (folder === "dev" && TESTING_ENTRY.includes(target))
+      problems.push(`${file}: imports ${target} (the entry of src/testing loads dev/, never the reverse)`);
   }
   graph.set(file, edges);
 }
@@ -187,8 +250,10 @@ function visit(file: string, path: string[]): void {
   for (const next of graph.get(file) ?? []) visit(next, [...path, file]);
   state.set(file, "done");
 }
-for (const file of files) visit(file, []);
+for (const file of graph.keys()) visit(file, []);
 
 for (const problem of problems) console.error(problem);
-console.log(`layers: ${files.length} files of src/, ${problems.length} problem(s)`);
+console.log(
+  `layers: ${files.length} files of src/, ${outside.length} of ${Object.keys(NODE_SIDE).join("/, ")}/, ${problems.length} problem(s)`,
+);
 process.exit(problems.length === 0 ? 0 : 1);

@@ -2,7 +2,7 @@
 // them, so an engine that refuses one (a write after TIME, a rule of its own) fails the doctor instead of
 // production. A new script is one more entry in SCRIPT_TRIALS (or in RESOURCE_SCRIPTS); a unit test fails
 // while a script of the `edge-redlock/scripts` entry is in neither.
-import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE, LEAVE, REQUEUE } from "../scripts/fair.ts";
+import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE, LEAVE, REQUEUE } from "../scripts/fair-mutex.ts";
 import { ACQUIRE, EXTEND, FENCED_ACQUIRE, RELEASE } from "../scripts/lock.ts";
 import { FENCE, FENCED_READ, FENCED_WRITE } from "../scripts/fencing.ts";
 import { INSPECT } from "../scripts/inspect.ts";

@@ -1,22 +1,19 @@
 // The lifecycle of a held lock (or permit): made from a won grant, extended, released; and the undoing
 // of a failed attempt. Whatever can still land after the caller thinks it is done is handled here:
 // acquire replies still out at release time, and the requests a failed attempt may have set keys with.
-import { LockAcquisitionError, LockExtensionError, nameNodes, type AttemptTally } from "../errors.ts";
+import { LockExtensionError, nameNodes, type AttemptTally } from "../errors.ts";
 import type { Round } from "../quorum/fan-out.ts";
-import { retrying, type Attempt } from "../quorum/retry.ts";
 import type { Grant, Rounds } from "../quorum/rounds.ts";
-import type { RetryPolicy } from "../options.ts";
-import { LEAVE, REQUEUE } from "../scripts/fair.ts";
+import { LEAVE, REQUEUE } from "../scripts/fair-mutex.ts";
 import { EXTEND, RELEASE } from "../scripts/lock.ts";
 import type { Script } from "../scripts/script.ts";
 import type { Vote } from "../scripts/vote.ts";
 import { checkTtl } from "../check.ts";
-import { type AcquireHooks, reportAcquire } from "../events/acquire.ts";
 import { type Emit, eventEmitter } from "../events/emit.ts";
 import { nodeTally } from "../events/tally.ts";
 import type { LockKind } from "../events/types.ts";
 import { lockState, type Lock, type LockOwner, type LockState, type ReleaseResult } from "./lock.ts";
-import type { Requeue } from "./queue.ts";
+import type { Requeue } from "./line.ts";
 
 /**
  * Release, extension and cleanup for the locks and permits of one `Redlock`.
@@ -42,37 +39,6 @@ export class Lifecycle {
       now: () => rounds.clock.now(),
       emit: this.emit,
     };
-  }
-
-  /**
-   * One acquisition: `attempt` run by the retry loop until it holds, reported to `onEvent`; a lock's final
-   * refusal names the nodes by their labels (`nameNodes: false` keeps a permit's message as it is).
-   */
-  acquisition<T extends Lock>(
-    kind: LockKind,
-    resources: readonly string[],
-    policy: RetryPolicy,
-    attempt: (hooks: AcquireHooks | undefined) => (n: number) => Promise<Attempt<T>>,
-    how: { what: "lock" | "permit"; leave?: () => Promise<void>; nameNodes: boolean },
-  ): Promise<T> {
-    const rounds = this.#rounds;
-    const began = rounds.clock.now();
-    return reportAcquire(this.emit, kind, resources, rounds.clock, (hooks) => {
-      const held = retrying(rounds.clock, resources, policy, attempt(hooks), {
-        what: how.what,
-        hooks,
-        leave: how.leave,
-      });
-      if (!how.nameNodes) return held;
-      return held.catch((error: unknown) => {
-        if (!(error instanceof LockAcquisitionError)) throw error;
-        throw nameNodes(
-          error,
-          rounds.nodes.map((node) => node.label),
-          rounds.clock.now() - began,
-        );
-      });
-    });
   }
 
   /** The state of a lock (or permit) that `grant` won: its validity, and its acquire replies still out. */

@@ -1,14 +1,12 @@
 // A read-write lock over the lock's nodes: readers share it, a writer has it alone; both wait in one queue.
 import { checkResources, checkRetryPolicy, checkTtl, checkUsing } from "../check.ts";
 import { InvalidArgumentError } from "../errors.ts";
-import type { AcquireHooks } from "../events/acquire.ts";
-import { writeBackFence } from "../fencing/write-back.ts";
 import { holdWhile } from "../lock/keeper.ts";
 import type { Lifecycle } from "../lock/lifecycle.ts";
 import { Lock } from "../lock/lock.ts";
-import { Line } from "../lock/queue.ts";
+import { acquire, type LockStrategy, type Try } from "../lock/acquire.ts";
+import { Line } from "../lock/line.ts";
 import type { AcquireOptions, UsingOptions } from "../options.ts";
-import type { Attempt } from "../quorum/retry.ts";
 import type { Rounds } from "../quorum/rounds.ts";
 import { RELEASE } from "../scripts/lock.ts";
 import {
@@ -153,7 +151,6 @@ export class ReadWriteLock {
    */
   async #acquire(kind: "read" | "write", ttl: number, options: ReadWriteOptions): Promise<Lock> {
     const rounds = this.#rounds;
-    const lifecycle = this.#lifecycle;
     const keys = this.#keys;
     checkTtl(ttl, rounds.options.nodeTimeout);
     const policy = checkRetryPolicy(options, { ...rounds.options, fair: true });
@@ -167,39 +164,33 @@ export class ReadWriteLock {
     const line = new Line(rounds.clock, [keys.queue], read ? "r" : "w");
     const script = read ? RW_READ_ACQUIRE : fencing ? FENCED_RW_WRITE_ACQUIRE : RW_WRITE_ACQUIRE;
     const roundKeys = [keys.writer, keys.readers, keys.queue, ...(fencing ? [keys.fence] : [])];
-    const args = (value: string) => [value, String(ttl), ...line.args(policy.fair)];
     // What a hold is on a node: a reader's entry in the reader set, or the writer key.
-    const held = read ? [keys.readers] : [keys.writer];
+    const holds = read ? [keys.readers] : [keys.writer];
+    // A reader's failed attempt is undone with its release (given a lease, it keeps the reader's place in line).
+    const attempt: Try = {
+      script,
+      keys: roundKeys,
+      args: (value) => [value, String(ttl)],
+      holds,
+      release: read ? RW_READ_RELEASE : RELEASE,
+      requeue: read ? { script: RW_READ_RELEASE, leave: RW_READ_RELEASE } : undefined,
+    };
     const scripts = read ? { release: RW_READ_RELEASE, extend: RW_READ_EXTEND } : undefined;
-    // "-" is never a lock value: leaving through the writer key deletes nothing, it only takes the ticket out.
-    const leave = policy.fair ? () => lifecycle.leave([keys.writer], line.queues, line.ticket) : undefined;
-    const attempt =
-      (hooks: AcquireHooks | undefined) =>
-      async (n: number): Promise<Attempt<Lock>> => {
-        const grant = await rounds.grant(script, roundKeys, args, policy.signal);
-        let round = grant.round;
-        let fence: string | undefined;
-        if (fencing && rounds.holds(round, ttl, grant.start))
-          ({ round, fence } = await writeBackFence(rounds, grant, [keys.writer], [keys.fence], policy.signal));
-        if (rounds.holds(round, ttl, grant.start)) {
-          hooks?.won(round);
-          const queue = { keys: line.queues, ticket: line.ticket };
-          const state = { ...lifecycle.held(grant, ttl, kind), keys: held, queue, scripts };
-          return { held: new Lock([this.key], grant.value, n, fence, state) };
-        }
-        // A waiter keeps its place where this attempt was granted (the grant took its ticket out of line there): a
-        // writer's undoing is REQUEUE, a reader's RW_READ_RELEASE with a lease. One that missed its turn (its grant
-        // round won a quorum, yet it failed) leaves the line there instead (a reader's release without a lease) and
-        // goes to the back.
-        const readerUndo = read ? { script: RW_READ_RELEASE, leave: RW_READ_RELEASE } : {};
-        const requeue = policy.fair ? { ...line.requeue(), ...readerUndo } : undefined;
-        const failure = lifecycle.failed(n, round, grant, ttl, held, {
-          release: read ? RW_READ_RELEASE : RELEASE,
-          requeue,
-        });
-        if (!policy.fair) return failure;
-        return { ...failure, waitMs: line.wait(grant.round, grant.start), settleFirst: grant.round.granted > 0 };
-      };
-    return lifecycle.acquisition(kind, [this.key], policy, attempt, { what: "lock", leave, nameNodes: true });
+    const strategy: LockStrategy<Lock> = {
+      kind,
+      resources: [this.key],
+      ttl,
+      line,
+      // "-" is never a lock value: leaving through the writer key deletes nothing, it only takes the ticket out.
+      leaveKeys: [keys.writer],
+      fenced: fencing ? { keys: [keys.writer], fenceKeys: [keys.fence] } : undefined,
+      next: () => attempt,
+      // Its release always sends the line's keys and ticket, a single try's too (the read-write scripts take them).
+      build: (grant, attempts, state, fence) => {
+        const queue = { keys: line.queues, ticket: line.ticket };
+        return new Lock([this.key], grant.value, attempts, fence, { ...state, keys: holds, queue, scripts });
+      },
+    };
+    return acquire({ rounds, lifecycle: this.#lifecycle }, strategy, policy, "lock");
   }
 }

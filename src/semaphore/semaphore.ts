@@ -2,14 +2,13 @@
 import { checkResources, checkRetryPolicy, checkTtl, checkUsing } from "../check.ts";
 import { InvalidArgumentError } from "../errors.ts";
 import { inspectSlots, type SemaphoreInspection } from "../lock/inspect.ts";
-import type { AcquireHooks } from "../events/acquire.ts";
 import { holdWhile } from "../lock/keeper.ts";
 import type { Lifecycle } from "../lock/lifecycle.ts";
 import { Lock, type LockState } from "../lock/lock.ts";
 import { RESERVED_PREFIX, type AcquireOptions, type UsingOptions } from "../options.ts";
-import type { Attempt } from "../quorum/retry.ts";
 import type { Rounds } from "../quorum/rounds.ts";
-import { Line, SEMAPHORE_QUEUE_PREFIX } from "../lock/queue.ts";
+import { acquire, type LockStrategy } from "../lock/acquire.ts";
+import { Line, SEMAPHORE_QUEUE_PREFIX } from "../lock/line.ts";
 import { FAIR_SEMAPHORE_ACQUIRE, SEMAPHORE_ACQUIRE } from "../scripts/semaphore.ts";
 import { randomUnit } from "../support/random.ts";
 import { freeSlot } from "./slots.ts";
@@ -101,66 +100,39 @@ export class Semaphore {
    */
   async acquire(ttl: number, options: AcquireOptions = {}): Promise<Permit> {
     const rounds = this.#rounds;
-    const lifecycle = this.#lifecycle;
     checkTtl(ttl, rounds.options.nodeTimeout);
     const policy = checkRetryPolicy(options, rounds.options);
     if (options.fencing) throw new InvalidArgumentError("options.fencing", "is not available for semaphore permits");
-    let slot = Math.floor(randomUnit() * this.limit);
     // Fair (the default): waiters are admitted in ticket order, one queue per semaphore, in the same request.
     const fair = (options.fair ?? rounds.options.fair) !== false;
     const line = fair ? new Line(rounds.clock, [SEMAPHORE_QUEUE_PREFIX + this.key]) : undefined;
     const script = line ? FAIR_SEMAPHORE_ACQUIRE : SEMAPHORE_ACQUIRE;
     const keys = [...this.#slots, ...(line?.queues ?? [])];
-    const leave = line && policy.fair ? () => lifecycle.leave([this.#slots[0]], line.queues, line.ticket) : undefined;
-    const attempt =
-      (hooks: AcquireHooks | undefined) =>
-      async (n: number): Promise<Attempt<Permit>> => {
-        const tried = new Set<number>();
-        const cleanups: Promise<void>[] = [];
-        for (;;) {
-          const take = slot;
-          tried.add(take);
-          const grant = await rounds.grant(
-            script,
-            keys,
-            (value) => [value, String(ttl), String(take + 1), ...(line?.args(policy.fair) ?? [])],
-            policy.signal,
-          );
-          if (rounds.holds(grant.round, ttl, grant.start)) {
-            hooks?.won(grant.round);
-            const permit = new Permit(this.key, take, grant.value, n, {
-              ...lifecycle.held(grant, ttl, "permit"),
-              keys: [this.#slots[take]],
-              // A single try never joined the queue: its release needs no LEAVE.
-              queue: line && policy.fair ? { keys: line.queues, ticket: line.ticket } : undefined,
-            });
-            // The earlier tries' slots are released too.
-            return { held: permit, cleanup: Promise.all(cleanups).then(() => undefined) };
-          }
-          const next = freeSlot(grant.round, this.limit, rounds.quorum, tried);
-          const last = !next.onQuorum || policy.signal?.aborted === true;
-          // The attempt's last try keeps the waiter's place where it was granted (the grant took its ticket out of
-          // line there). An earlier try is only released: the next try runs on every node at once and, refused,
-          // queues the ticket again; put back by a late REQUEUE, it would sit in line beside the permit the next
-          // try won, a waiter ahead of everyone for a lease (review 24).
-          // A last try that missed its turn (a quorum granted it, yet it failed) leaves the line, goes to its back.
-          const requeue = last && line && policy.fair ? line.requeue() : undefined;
-          const failure = lifecycle.failed(n, grant.round, grant, ttl, [this.#slots[take]], { requeue });
-          cleanups.push(failure.cleanup);
-          slot = next.slot;
-          if (last) {
-            const cleanup = Promise.all(cleanups).then(() => undefined);
-            if (!line || !policy.fair) return { failed: failure.failed, cleanup };
-            return {
-              failed: failure.failed,
-              cleanup,
-              waitMs: line.wait(grant.round, grant.start),
-              settleFirst: grant.round.granted > 0,
-            };
-          }
-        }
-      };
-    return lifecycle.acquisition("permit", [this.key], policy, attempt, { what: "permit", leave, nameNodes: false });
+    let slot = Math.floor(randomUnit() * this.limit);
+    let take = slot;
+    const tried = new Set<number>();
+    const permit: LockStrategy<Permit> = {
+      kind: "permit",
+      resources: [this.key],
+      ttl,
+      line,
+      leaveKeys: [this.#slots[0]],
+      next: (first) => {
+        if (first) tried.clear();
+        take = slot;
+        tried.add(take);
+        return { script, keys, args: (value) => [value, String(ttl), String(take + 1)], holds: [this.#slots[take]] };
+      },
+      // Another slot free on a quorum is tried at once; otherwise the attempt fails, and the next one starts there.
+      again: (round) => {
+        const next = freeSlot(round, this.limit, rounds.quorum, tried);
+        slot = next.slot;
+        return next.onQuorum;
+      },
+      build: (grant, attempts, state) =>
+        new Permit(this.key, take, grant.value, attempts, { ...state, keys: [this.#slots[take]] }),
+    };
+    return acquire({ rounds, lifecycle: this.#lifecycle }, permit, policy, "permit");
   }
 
   /**

@@ -1,6 +1,6 @@
-// A fair acquisition's place in line: its queue keys, its ticket, and the wait after a refused round.
+// A fair acquisition's place in line: its queue keys, its ticket, and how a failed attempt keeps or leaves it.
 import type { Round } from "../quorum/fan-out.ts";
-import { fairWait, type LinePace } from "../quorum/waits.ts";
+import { fairWait, type LinePace } from "./wait.ts";
 import { RESERVED_PREFIX, WAITER_LEASE_MS } from "../options.ts";
 import type { Script } from "../scripts/script.ts";
 import type { Clock } from "../support/clock.ts";

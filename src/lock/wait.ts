@@ -1,6 +1,9 @@
-// Informed waits: what a round's refusals say about the holder and the queue, and how long to wait for it.
+// The wait between two attempts: as the nodes said (a waiter in line: its place, the holder's time), or
+// retryDelay ± retryJitter at random.
 import type { NodeVote } from "../scripts/vote.ts";
-import { quorumOf } from "./rules.ts";
+import type { RetryPolicy } from "../options.ts";
+import { quorumOf } from "../quorum/rules.ts";
+import { randomUnit } from "../support/random.ts";
 
 /** The first in line asks again after about one round trip, within these bounds (ms). */
 const FIRST_POLL_MIN_MS = 3;
@@ -94,4 +97,15 @@ export function fairWait(
         : (position - 1) * service;
   if (holder !== undefined && holder < wait) wait = holder;
   return Math.max(0, Math.min(cap, wait + jitter));
+}
+
+/**
+ * The wait before the next attempt when the nodes gave none: `retryDelay ± retryJitter`.
+ * @example
+ * ```ts
+ * randomWait({ retryDelay: 200, retryJitter: 100 }); // 100–300
+ * ```
+ */
+export function randomWait(policy: Pick<RetryPolicy, "retryDelay" | "retryJitter">): number {
+  return Math.max(0, policy.retryDelay + (2 * randomUnit() - 1) * policy.retryJitter);
 }
