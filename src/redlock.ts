@@ -1,6 +1,6 @@
 // Redlock: the mutex (redlock-mutex.ts) and the factory of the other locks over the same nodes and rounds.
 import { checkResources } from "./check.ts";
-import { inspectResources, type Inspection } from "./lock/inspect.ts";
+import { inspectResources, type Inspection } from "./lock/lock-inspection.ts";
 import { nodesFromEnv, type EnvOptions } from "./node/env.ts";
 import type { RedlockOptions } from "./options.ts";
 import { machineryOf, RedlockMutex } from "./redlock-mutex.ts";

@@ -7,7 +7,8 @@ import { MAX_PERMITS, type Permit } from "../semaphore/semaphore.ts";
 import type { Redlock } from "../redlock.ts";
 import type { RedlockMutex } from "../redlock-mutex.ts";
 import { ANY_REDLOCK, checkHoldOptions, FULL_REDLOCK, holdAndExpose, pickRedlock, retryAfterSeconds } from "./hold.ts";
-import { acquireOptions, unavailable } from "./refusals.ts";
+import { unavailable } from "./refusals.ts";
+import { acquireOptions } from "./wait-options.ts";
 import { timedAcquire } from "./timing.ts";
 import type { BusyInfo, HeldLock, HoldMiddlewareOptions, LockKey } from "./types.ts";
 

@@ -5,7 +5,8 @@ import { createMiddleware } from "hono/factory";
 import { InvalidArgumentError, LockAcquisitionError } from "../errors.ts";
 import type { Lock } from "../lock/lock.ts";
 import { checkHoldOptions, FULL_REDLOCK, holdAndExpose, pickRedlock, retryAfterSeconds } from "./hold.ts";
-import { acquireOptions, unavailable } from "./refusals.ts";
+import { unavailable } from "./refusals.ts";
+import { acquireOptions } from "./wait-options.ts";
 import { timedAcquire } from "./timing.ts";
 import type { BusyInfo, HeldLock, HoldMiddlewareOptions } from "./types.ts";
 

@@ -1,14 +1,9 @@
-// How a middleware waits for its lock, and what it answers when no quorum could be reached.
+// What a middleware answers when no quorum could be reached.
 import type { Context, Env } from "hono";
 import type { LockAcquisitionError } from "../errors.ts";
 import type { HoldMiddlewareOptions } from "./types.ts";
 
-/** Fail fast (0), or retry until `wait` ms have passed; the client leaving stops it. */
-export function acquireOptions<E extends Env>(c: Context<E>, wait: HoldMiddlewareOptions<E>["wait"]) {
-  const ms = typeof wait === "function" ? wait(c) : (wait ?? 0);
-  return { retryCount: ms > 0 ? -1 : 0, maxWait: ms, signal: c.req.raw.signal };
-}
-
+/** The answer when no quorum could be reached: 503 with `Retry-After`, or the app's `onUnavailable`. */
 export function unavailable<E extends Env>(
   c: Context<E>,
   options: Pick<HoldMiddlewareOptions<E>, "onUnavailable">,

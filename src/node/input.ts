@@ -3,7 +3,7 @@ import { checkToken, checkUrl } from "../check.ts";
 import { InvalidArgumentError } from "../errors.ts";
 import type { NodeConfig, RedlockNode, ScriptClient } from "./node.ts";
 import { upstashNode } from "./upstash.ts";
-import { warnOnFailure } from "./warn.ts";
+import { warnOnFailure } from "./degradation-warning.ts";
 
 /** One database: `{ url, token }`, an `@upstash/redis` `Redis` instance, or a custom {@link RedlockNode}. */
 export type NodeInput = NodeConfig | ScriptClient | RedlockNode;

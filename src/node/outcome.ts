@@ -1,11 +1,10 @@
 // What a node's answer means to the lock: a vote, or a secret-free reason why there is none, and when
 // the request behind it can no longer land.
-import { clip, redact } from "../support/redact.ts";
+import { clip, failureText, redact } from "../support/redact.ts";
 import type { Script } from "../scripts/script.ts";
 import type { Vote } from "../scripts/vote.ts";
 import { Abandoned } from "./batch.ts";
 import type { RedlockNode } from "./node.ts";
-import { failureText } from "./warn.ts";
 
 /**
  * Runs a script on a node as {@link runScript} does (same arguments) and maps the outcome to a vote.

@@ -1,6 +1,12 @@
 // One fan-out round over N nodes: every request at once, each with its own abort, decided early.
 import type { NodeVote, Vote } from "../scripts/vote.ts";
-import { announceAbort, announcingController, unwatchAbort, watchAbort } from "../support/abort.ts";
+import {
+  announceAbort,
+  announcingController,
+  type AnnouncingController,
+  unwatchAbort,
+  watchAbort,
+} from "../support/abort.ts";
 import type { Clock } from "../support/clock.ts";
 
 /** How a round asks one node; must resolve (not reject) with the node's vote. */
@@ -58,7 +64,7 @@ export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<
   const { quorum, clock, signal: caller, decide: rule, cancelStragglers } = options;
   const deadline = clock.timeout(options.nodeTimeout);
   /** Per node, the abort of its request while it is out; undefined once it settled. */
-  const out: (AbortController | undefined)[] = new Array(count);
+  const out: (AnnouncingController | undefined)[] = new Array(count);
   const votes: (Vote | undefined)[] = new Array(count);
   const settled: Promise<Vote>[] = new Array(count);
   let outstanding = count;
@@ -119,7 +125,7 @@ export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<
   for (let node = 0; node < count; node++) {
     let vote: Promise<Vote>;
     try {
-      vote = Promise.resolve(ask(node, (out[node] as AbortController).signal));
+      vote = Promise.resolve(ask(node, (out[node] as AnnouncingController).signal));
     } catch (error) {
       vote = Promise.reject(error);
     }

@@ -16,7 +16,7 @@ import {
   RW_READ_RELEASE,
   RW_WRITE_ACQUIRE,
 } from "../scripts/rw.ts";
-import { inspectReadWrite, type ReadWriteInspection } from "./inspect.ts";
+import { inspectReadWrite, type ReadWriteInspection } from "./read-write-inspection.ts";
 import { rwKeys, type RwKeys } from "./keys.ts";
 
 /**

@@ -1,7 +1,7 @@
 // A counting semaphore over the lock's nodes: `limit` slots, each a Redlock mutex; a permit is one slot.
 import { checkResources, checkRetryPolicy, checkTtl, checkUsing } from "../check.ts";
 import { InvalidArgumentError } from "../errors.ts";
-import { inspectSlots, type SemaphoreInspection } from "../lock/inspect.ts";
+import { inspectSlots, type SemaphoreInspection } from "./semaphore-inspection.ts";
 import { holdWhile } from "../lock/keeper.ts";
 import type { Lifecycle } from "../lock/lifecycle.ts";
 import { Lock, type LockState } from "../lock/lock.ts";

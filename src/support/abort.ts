@@ -11,19 +11,27 @@ export interface AbortWatcher {
 
 type Announcing = AbortSignal & { [WATCHER]?: AbortWatcher | null };
 
+declare const ANNOUNCING: unique symbol;
+
 /**
- * A controller whose signal announces its abort: abort it with {@link announceAbort} only (never with
- * `controller.abort` directly), so the watcher set with {@link watchAbort} is told.
+ * An abort controller whose only way to abort is {@link announceAbort}: it has no `abort` method in its type,
+ * so a direct `controller.abort()` (which would leave the watcher untold) does not compile.
+ */
+export type AnnouncingController = { readonly signal: AbortSignal; readonly [ANNOUNCING]: true };
+
+/**
+ * A controller whose signal announces its abort to the watcher set with {@link watchAbort}. Abort it with
+ * {@link announceAbort}: its type has no `abort`.
  * @example
  * ```ts
  * const request = announcingController();
  * announceAbort(request, new DOMException("round decided", "AbortError"));
  * ```
  */
-export function announcingController(): AbortController {
+export function announcingController(): AnnouncingController {
   const controller = new AbortController();
   (controller.signal as Announcing)[WATCHER] = null;
-  return controller;
+  return controller as unknown as AnnouncingController;
 }
 
 /**
@@ -33,7 +41,8 @@ export function announcingController(): AbortController {
  * announceAbort(request, new DOMException("node request timed out", "TimeoutError"));
  * ```
  */
-export function announceAbort(controller: AbortController, reason: unknown): void {
+export function announceAbort(announcing: AnnouncingController, reason: unknown): void {
+  const controller = announcing as unknown as AbortController;
   if (controller.signal.aborted) return;
   controller.abort(reason);
   const signal = controller.signal as Announcing;

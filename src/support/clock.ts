@@ -1,5 +1,5 @@
 // Time as the lock sees it; replaceable so the simulator can run on a virtual clock.
-import { announceAbort, announcingController } from "./abort.ts";
+import { announceAbort, announcingController, type AnnouncingController } from "./abort.ts";
 
 /**
  * The time source of a {@link Redlock}. The default uses `performance.now()` (monotonic),
@@ -65,7 +65,7 @@ export const systemClock: Clock = {
 interface TimerGroup {
   readonly ms: number;
   /** Per deadline, its controller until it is cleared or aborted. */
-  readonly members: (AbortController | undefined)[];
+  readonly members: (AnnouncingController | undefined)[];
   live: number;
   timer: ReturnType<typeof setTimeout> | undefined;
 }

@@ -47,3 +47,19 @@ const MAX_TEXT = 160;
 export function clip(text: string): string {
   return text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text;
 }
+
+/**
+ * A failure's text with the system's error code where `fetch` hides it in `cause` (`ECONNREFUSED`, …).
+ * @example
+ * ```ts
+ * failureText(new TypeError("fetch failed", { cause: { code: "ECONNREFUSED" } })); // "fetch failed (ECONNREFUSED)"
+ * ```
+ */
+export function failureText(error: unknown): string {
+  const text = errorText(error);
+  // `@upstash/redis` words an error status whose body names no error as `${body.error}`: "undefined" or "null".
+  if (text === "undefined" || text === "null") return "HTTP error status without an error text";
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } } | undefined)?.cause;
+  const detail = typeof cause?.code === "string" ? cause.code : typeof cause?.message === "string" ? cause.message : "";
+  return detail && !text.includes(detail) ? `${text} (${detail})` : text;
+}

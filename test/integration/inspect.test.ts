@@ -2,7 +2,7 @@
 // 64 bits of SHA-256 of WHATEVER a key holds, for any key outside the library's namespace: an offline
 // guessing oracle for low-entropy data kept on the lock databases (the demo keeps its state on database 1
 // and serves GET /status/:key without authentication).
-// Fixed: holder digests are salted anew for each inspection (src/lock/inspect.ts). These tests assert the fix.
+// Fixed: holder digests are salted anew for each inspection (src/lock/lock-inspection.ts). These tests assert the fix.
 import { describe, expect, it } from "vitest";
 import { createHash } from "node:crypto";
 import { Redlock } from "../../src/index.ts";

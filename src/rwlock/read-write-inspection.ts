@@ -1,5 +1,5 @@
 // A read-write lock's inspection: its writer and its readers on each node, read without taking anything.
-import { digest } from "../lock/inspect.ts";
+import { digest } from "../lock/lock-inspection.ts";
 import type { Rounds } from "../quorum/rounds.ts";
 import { isRwReading, RW_INSPECT } from "../scripts/rw.ts";
 import type { RwKeys } from "./keys.ts";

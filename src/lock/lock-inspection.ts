@@ -1,4 +1,4 @@
-// Inspection: who holds what on the nodes, read without taking anything. Reads are never votes.
+// A lock's inspection: who holds some keys on the nodes, read without taking anything. Reads are never votes.
 import type { Rounds } from "../quorum/rounds.ts";
 import { INSPECT } from "../scripts/inspect.ts";
 import { toHex } from "../support/random.ts";
@@ -52,33 +52,17 @@ export interface Inspection {
   freeInMs: number | undefined;
 }
 
+/** Per node and key: `{ holder, pttl }` where set, null where free; or why the node gave no usable answer. */
+export type Reading = { slots: ({ holder: string; pttl: number } | null)[] } | { error: string };
+
 /**
- * What a semaphore's inspect reports.
+ * Reads `keys` on every node; holders are digested with a salt of this reading alone.
  * @example
  * ```ts
- * const { held, limit, soonestExpiresInMs } = await semaphore.inspect();
+ * const readings = await readAll(rounds, ["orders:42"]);
  * ```
  */
-export interface SemaphoreInspection {
-  /** The semaphore's key. */
-  key: string;
-  /** How many permits it has. */
-  limit: number;
-  /** How many nodes make a quorum. */
-  quorum: number;
-  /** Permits held by a quorum now (never more than `limit`). */
-  held: number;
-  /** ms until the soonest of those permits is no longer held by a quorum; undefined when none is held. */
-  soonestExpiresInMs: number | undefined;
-  /** Per node: how many slots it holds, or why it gave no usable answer. */
-  nodes: { node: number; label: string; held?: number; error?: string }[];
-}
-
-/** Per node and key: `{ holder, pttl }` where set, null where free; or why the node gave no usable answer. */
-type Reading = { slots: ({ holder: string; pttl: number } | null)[] } | { error: string };
-
-/** Reads `keys` on every node; holders are digested with a salt of this reading alone. */
-async function readAll(rounds: Rounds, keys: string[]): Promise<Reading[]> {
+export async function readAll(rounds: Rounds, keys: string[]): Promise<Reading[]> {
   const replies = await rounds.read(INSPECT, keys);
   const salt = crypto.getRandomValues(new Uint8Array(16));
   return Promise.all(
@@ -123,7 +107,7 @@ export async function digest(value: string, salt: Uint8Array): Promise<string> {
 }
 
 /** How long a holder seen on nodes with these PTTLs keeps a quorum: the quorum-th longest (-1 never ends). */
-function quorumLasts(pttls: number[], quorum: number): number {
+export function quorumLasts(pttls: number[], quorum: number): number {
   const sorted = pttls.map((p) => (p === -1 ? Infinity : p)).sort((a, b) => b - a);
   return sorted.length >= quorum ? sorted[quorum - 1] : 0;
 }
@@ -164,42 +148,5 @@ export async function inspectResources(rounds: Rounds, resources: string[]): Pro
     nodes,
     heldByQuorum: [...counts.values()].some((count) => count >= rounds.quorum),
     freeInMs: Number.isFinite(freeIn) ? freeIn : undefined,
-  };
-}
-
-/**
- * How many permits of a semaphore a quorum holds, from its slot keys (see {@link SemaphoreInspection}).
- * @example
- * ```ts
- * const inspection = await inspectSlots(rounds, "renders", slotKeys);
- * ```
- */
-export async function inspectSlots(rounds: Rounds, key: string, slots: string[]): Promise<SemaphoreInspection> {
-  const readings = await readAll(rounds, slots);
-  let held = 0;
-  let soonest = Infinity;
-  for (let slot = 0; slot < slots.length; slot++) {
-    const byHolder = new Map<string, number[]>();
-    for (const reading of readings) {
-      const entry = "slots" in reading ? reading.slots[slot] : null;
-      if (entry) byHolder.set(entry.holder, [...(byHolder.get(entry.holder) ?? []), entry.pttl]);
-    }
-    for (const pttls of byHolder.values()) {
-      if (pttls.length < rounds.quorum) continue;
-      held++;
-      soonest = Math.min(soonest, quorumLasts(pttls, rounds.quorum));
-    }
-  }
-  return {
-    key,
-    limit: slots.length,
-    quorum: rounds.quorum,
-    held,
-    soonestExpiresInMs: held > 0 && Number.isFinite(soonest) ? soonest : undefined,
-    nodes: readings.map((reading, node) => ({
-      node,
-      label: rounds.nodes[node].label,
-      ...("error" in reading ? { error: reading.error } : { held: reading.slots.filter((s) => s !== null).length }),
-    })),
   };
 }

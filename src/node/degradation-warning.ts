@@ -1,5 +1,5 @@
 // Degradation said out loud: a node that fails while the lock still works is reported, once per node per minute.
-import { clip, errorText, redact } from "../support/redact.ts";
+import { clip, failureText, redact } from "../support/redact.ts";
 import type { RedlockNode } from "./node.ts";
 
 /** How often one node's failures are reported (ms). */
@@ -36,20 +36,4 @@ export function warnOnFailure(node: RedlockNode, secrets: readonly string[]): Re
         throw error;
       }),
   };
-}
-
-/**
- * A failure's text with the system's error code where `fetch` hides it in `cause` (`ECONNREFUSED`, …).
- * @example
- * ```ts
- * failureText(new TypeError("fetch failed", { cause: { code: "ECONNREFUSED" } })); // "fetch failed (ECONNREFUSED)"
- * ```
- */
-export function failureText(error: unknown): string {
-  const text = errorText(error);
-  // `@upstash/redis` words an error status whose body names no error as `${body.error}`: "undefined" or "null".
-  if (text === "undefined" || text === "null") return "HTTP error status without an error text";
-  const cause = (error as { cause?: { code?: unknown; message?: unknown } } | undefined)?.cause;
-  const detail = typeof cause?.code === "string" ? cause.code : typeof cause?.message === "string" ? cause.message : "";
-  return detail && !text.includes(detail) ? `${text} (${detail})` : text;
 }
