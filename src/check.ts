@@ -52,9 +52,12 @@ export function checkRetryPolicy(
   if (options.fair !== undefined && typeof options.fair !== "boolean")
     throw new InvalidArgumentError("options.fair", "must be a boolean");
   const maxWait = checkDuration("options.maxWait", options.maxWait);
-  // One try never enqueues: there is no later attempt to be served by.
-  const retries = policy.retryCount !== 0 && maxWait !== 0;
-  return { ...policy, maxWait, signal, fair: (options.fair ?? defaults.fair ?? true) && retries };
+  if (options.maxRequests !== undefined)
+    checkNumber("options.maxRequests", options.maxRequests, { min: 1, max: 1_000_000, integer: true });
+  // One try never enqueues: there is no later attempt to be served by. maxWait, when given, decides.
+  const retries = maxWait !== undefined ? maxWait > 0 : policy.retryCount !== 0;
+  const fair = (options.fair ?? defaults.fair ?? true) && retries;
+  return { ...policy, maxWait, signal, fair, maxRequests: options.maxRequests };
 }
 
 /** Checks retry settings (also used for per-call overrides). */

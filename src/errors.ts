@@ -79,7 +79,15 @@ export interface AttemptTally {
  * if (error.reason === "held") return new Response("busy", { status: 423 });
  * ```
  */
-export type FailureReason = "held" | "unreachable" | "expired" | "lost" | "released";
+export type FailureReason = "held" | "unreachable" | "expired" | "lost" | "released" | "budget";
+
+/** An acquisition stopped by its `maxRequests`: how many requests it had sent, and what the next attempt needed. */
+export interface RequestBudget {
+  maxRequests: number;
+  sent: number;
+  /** The most the next attempt could send, with what must stay reserved (leaving the line). */
+  next: number;
+}
 
 /**
  * The lock (or a semaphore's permit) was not acquired after every attempt; `reason` `held` means the
@@ -104,13 +112,20 @@ export class LockAcquisitionError extends RedlockError {
    * @param resources the resources asked for
    * @param attempts every attempt's tally
    * @param what a lock, or a semaphore's permit (the message says which)
+   * @param budget when `maxRequests` stopped it: reason `budget`
    */
-  constructor(resources: readonly string[], attempts: AttemptTally[], what: "lock" | "permit" = "lock") {
-    super(acquisitionMessage(resources, attempts, what, undefined));
-    this.reason = failureReason(attempts[attempts.length - 1]);
+  constructor(
+    resources: readonly string[],
+    attempts: AttemptTally[],
+    what: "lock" | "permit" = "lock",
+    budget?: RequestBudget,
+  ) {
+    super(acquisitionMessage(resources, attempts, what, undefined, undefined, budget));
+    this.reason = budget ? "budget" : failureReason(attempts[attempts.length - 1]);
     this.resources = resources;
     this.attempts = attempts;
     whats.set(this, what);
+    if (budget) budgets.set(this, budget);
   }
 
   /**
@@ -172,6 +187,7 @@ export function failureReason(tally: AttemptTally): FailureReason {
 type Names = readonly string[] | undefined;
 const nameOf = (names: Names, node: number) => names?.[node] ?? `node ${node + 1}`;
 const whats = new WeakMap<LockAcquisitionError, "lock" | "permit">();
+const budgets = new WeakMap<LockAcquisitionError, RequestBudget>();
 
 /** How many resource names a message shows, and how much of each. */
 const SHOWN_RESOURCES = 3;
@@ -192,12 +208,17 @@ function acquisitionMessage(
   what: "lock" | "permit",
   names: Names,
   waitedMs?: number,
+  budget?: RequestBudget,
 ): string {
   const last = attempts[attempts.length - 1];
   const subject =
     what === "permit" ? `a permit of semaphore ${showResources(resources)}` : `a lock on ${showResources(resources)}`;
   const waited = waitedMs === undefined ? "" : ` over ${Math.round(waitedMs)} ms`;
-  const detail = describe(failureReason(last), last, what, names);
+  const held = describe(failureReason(last), last, what, names);
+  const detail = budget
+    ? `the next attempt could pass maxRequests (${budget.sent} of ${budget.maxRequests} requests sent, the next ` +
+      `needs up to ${budget.next}): raise maxRequests or lower maxWait; the last attempt: ${held}`
+    : held;
   return `could not acquire ${subject} after ${attempts.length} attempt(s)${waited}: ${detail}`;
 }
 
@@ -229,7 +250,8 @@ export function nameNodes<E extends LockAcquisitionError | LockExtensionError>(
   waitedMs?: number,
 ): E {
   if (error instanceof LockAcquisitionError) {
-    error.message = acquisitionMessage(error.resources, error.attempts, whats.get(error) ?? "lock", labels, waitedMs);
+    const what = whats.get(error) ?? "lock";
+    error.message = acquisitionMessage(error.resources, error.attempts, what, labels, waitedMs, budgets.get(error));
   } else if (error.tally) {
     error.message = extensionMessage(error.resources, error.reason, error.tally, labels);
   }

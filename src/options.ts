@@ -62,14 +62,27 @@ export interface AcquireOptions {
    * reason.
    */
   signal?: AbortSignal;
-  /** Attempts after the first one; `-1` retries until `maxWait` or the signal ends it. Default: the instance's. */
+  /**
+   * Attempts after the first one; `-1` retries until `maxWait` or the signal ends it. Bounds the attempts only when
+   * no `maxWait` is given: with `maxWait`, the time decides. Default: the instance's.
+   */
   retryCount?: number;
   /** Mean wait between attempts in ms. Default: the instance's. */
   retryDelay?: number;
   /** The wait is `retryDelay ± retryJitter`. Default: the instance's. */
   retryJitter?: number;
-  /** Give up once the next attempt would start more than this many ms after the call (0 = one attempt). */
+  /**
+   * Give up once the next attempt would start more than this many ms after the call (0 = one attempt). When given,
+   * it decides how long to retry (not `retryCount`); the signal and `maxRequests` still end it sooner.
+   */
   maxWait?: number;
+  /**
+   * Cap on the HTTP requests this acquisition may send: attempts, fencing write-backs, the undoing of failed
+   * attempts and leaving the line (each request to one node counts one). When the next attempt could pass it, the
+   * acquisition fails with a {@link LockAcquisitionError} of reason `budget`, never halfway. Must allow one attempt:
+   * at least 2 × nodes (3 × nodes with fencing), plus nodes when it may wait in line. Default: no cap.
+   */
+  maxRequests?: number;
   /** Wait in line (see {@link RedlockOptions.fair}); `false` retries at random. Default: the instance's. */
   fair?: boolean;
   /**
@@ -103,6 +116,8 @@ export interface RetryPolicy {
   signal?: AbortSignal;
   /** Wait in the nodes' queues (only when the acquisition may retry: one try never enqueues). */
   fair: boolean;
+  /** Cap on the requests the acquisition sends (see {@link AcquireOptions.maxRequests}). */
+  maxRequests?: number;
 }
 
 /** Options after defaults and checks (every field set). */

@@ -6,6 +6,7 @@ import { variablesOf } from "./config.ts";
 import { checkDuration, checkTtl } from "../check.ts";
 import { InvalidArgumentError, ResponseAbandonedError } from "../errors.ts";
 import { keepLock } from "../lock/keeper.ts";
+import { lockState } from "../lock/lock.ts";
 import type { Lock } from "../lock/lock.ts";
 import { MissingConfigurationError } from "../node/env.ts";
 import { DEFAULTS } from "../options.ts";
@@ -49,6 +50,7 @@ export function checkHoldOptions<R extends RedlockMutex>(
     redlock?: unknown;
     wait?: unknown;
     maxHold?: number;
+    maxRequests?: number;
     lostHeader?: string;
     serverTiming?: unknown;
   },
@@ -73,6 +75,11 @@ export function checkHoldOptions<R extends RedlockMutex>(
   );
   if (typeof options.wait === "number") checkDuration("options.wait", options.wait);
   checkDuration("options.maxHold", options.maxHold, 1);
+  if (
+    options.maxRequests !== undefined &&
+    (!Number.isInteger(options.maxRequests) || options.maxRequests < 1 || options.maxRequests > 1_000_000)
+  )
+    throw new InvalidArgumentError("options.maxRequests", "must be an integer from 1 to 1000000");
   if (options.serverTiming !== undefined && typeof options.serverTiming !== "boolean") {
     throw new InvalidArgumentError("options.serverTiming", "must be a boolean");
   }
@@ -129,6 +136,8 @@ export interface HoldOptions<L extends Lock> {
   redlock: RedlockMutex;
   ttl: number;
   maxHold?: number;
+  /** The route's request budget: the acquisition's requests, the extensions and the release count against it. */
+  maxRequests?: number;
   lostHeader: string;
   /**
    * Hands the middleware's view on (`c.set(...)`) with the signal that aborts when the lock is lost, held
@@ -153,6 +162,7 @@ export async function holdThrough<L extends Lock>(
     ttl,
     threshold: redlock.defaultThreshold(ttl),
     maxHold: how.maxHold,
+    maxExtensions: extensionsLeft(held, redlock.nodes.length, how.maxRequests),
   });
   // Aborts when the client no longer reads the body (cancel, HEAD): the handler should stop producing it.
   const abandoned = new AbortController();
@@ -258,4 +268,18 @@ function executionContext(c: Context): { waitUntil(p: Promise<unknown>): void } 
 /** `Retry-After` in whole seconds (at least 1) from a wait in ms. */
 export function retryAfterSeconds(ms: number): string {
   return String(Math.max(1, Math.ceil(ms / 1000)));
+}
+
+/**
+ * How many extension rounds fit the route's request budget once the acquisition's requests and the release (one
+ * request per node each) are counted: unbounded without a budget.
+ * @example
+ * ```ts
+ * extensionsLeft(lock, 5, 40); // 3: 17 sent to acquire, 5 kept for the release
+ * ```
+ */
+export function extensionsLeft(lock: Lock, nodes: number, maxRequests: number | undefined): number {
+  if (maxRequests === undefined) return Number.POSITIVE_INFINITY;
+  const sent = lockState(lock).requests ?? 0;
+  return Math.max(0, Math.floor((maxRequests - sent - nodes) / nodes));
 }

@@ -108,13 +108,13 @@ export const redlock = <E extends Env = Env, R extends RedlockMutex = RedlockMut
     if (locker instanceof Response) return locker;
     let lock: Lock;
     try {
-      const how = acquireOptions(ctx, options.wait);
+      const how = acquireOptions(ctx, options, locker.nodes.length);
       lock = await timedAcquire(c, options.serverTiming, locker.options.clock, () =>
         locker.acquire(resources, ttl, how),
       );
     } catch (error) {
       if (!(error instanceof LockAcquisitionError)) throw error;
-      if (error.reason !== "held") return unavailable(ctx, options, resources, error);
+      if (error.reason !== "held" && error.reason !== "budget") return unavailable(ctx, options, resources, error);
       const info = { resources, retryAfterMs: error.retryAfterMs, error };
       if (options.onBusy) return options.onBusy(ctx, info);
       c.header("Retry-After", retryAfterSeconds(info.retryAfterMs ?? ttl));
@@ -127,7 +127,7 @@ export const redlock = <E extends Env = Env, R extends RedlockMutex = RedlockMut
         423,
       );
     }
-    const how = { redlock: locker, ttl, maxHold: options.maxHold, lostHeader };
+    const how = { redlock: locker, ttl, maxHold: options.maxHold, maxRequests: options.maxRequests, lostHeader };
     await holdAndExpose(c as unknown as Context, next, "lock", lock, { lock }, how);
   });
 };
@@ -170,7 +170,7 @@ export const semaphore = <E extends Env = Env>(
     if (locker instanceof Response) return locker;
     let permit: Permit;
     try {
-      const how = acquireOptions(ctx, options.wait);
+      const how = acquireOptions(ctx, options, locker.nodes.length);
       const semaphore = locker.semaphore(name, limit);
       permit = await timedAcquire(c, options.serverTiming, locker.options.clock, () => semaphore.acquire(ttl, how));
     } catch (error) {
@@ -179,7 +179,7 @@ export const semaphore = <E extends Env = Env>(
         error,
         locker.nodes.map((node) => node.label),
       ); // the semaphore's message numbers them
-      if (error.reason !== "held") return unavailable(ctx, options, [name], error);
+      if (error.reason !== "held" && error.reason !== "budget") return unavailable(ctx, options, [name], error);
       const info = { key: name, limit, retryAfterMs: error.retryAfterMs, error };
       if (options.onFull) return options.onFull(ctx, info);
       c.header("Retry-After", retryAfterSeconds(info.retryAfterMs ?? ttl));
@@ -188,7 +188,7 @@ export const semaphore = <E extends Env = Env>(
         429,
       );
     }
-    const how = { redlock: locker, ttl, maxHold: options.maxHold, lostHeader };
+    const how = { redlock: locker, ttl, maxHold: options.maxHold, maxRequests: options.maxRequests, lostHeader };
     await holdAndExpose(c as unknown as Context, next, "permit", permit, { permit }, how);
   });
 };

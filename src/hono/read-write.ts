@@ -65,20 +65,20 @@ export const readWrite = <E extends Env = Env>(
     if (locker instanceof Response) return locker;
     let lock: Lock;
     try {
-      const how = acquireOptions(ctx, options.wait);
+      const how = acquireOptions(ctx, options, locker.nodes.length);
       const rw = locker.readWriteLock(name);
       lock = await timedAcquire(c, options.serverTiming, locker.options.clock, () =>
         mode === "read" ? rw.acquireRead(ttl, how) : rw.acquireWrite(ttl, how),
       );
     } catch (error) {
       if (!(error instanceof LockAcquisitionError)) throw error;
-      if (error.reason !== "held") return unavailable(ctx, options, [name], error);
+      if (error.reason !== "held" && error.reason !== "budget") return unavailable(ctx, options, [name], error);
       const info = { resources: [name], retryAfterMs: error.retryAfterMs, error, mode };
       if (options.onBusy) return options.onBusy(ctx, info);
       c.header("Retry-After", retryAfterSeconds(info.retryAfterMs ?? ttl));
       return c.json({ error: "locked", resource: name, mode, retryAfterMs: info.retryAfterMs ?? null }, 423);
     }
-    const how = { redlock: locker, ttl, maxHold: options.maxHold, lostHeader };
+    const how = { redlock: locker, ttl, maxHold: options.maxHold, maxRequests: options.maxRequests, lostHeader };
     await holdAndExpose(c as unknown as Context, next, "lock", lock, { lock, mode }, how);
   });
 };

@@ -1,7 +1,14 @@
 // One acquisition, for every kind of lock: the seeds' steps in order, the fair line, the undo and the events.
 // Each kind (mutex, fenced mutex, semaphore permit, reader, writer) says only what differs: its script, keys and
 // arguments, what a grant builds, and how a failed try is undone.
-import { LockAcquisitionError, nameNodes, type AttemptTally } from "../errors.ts";
+import {
+  InvalidArgumentError,
+  LockAcquisitionError,
+  failureReason,
+  nameNodes,
+  type AttemptTally,
+  type RequestBudget,
+} from "../errors.ts";
 import { acquireReport } from "../events/acquire.ts";
 import type { LockKind } from "../events/types.ts";
 import { writeBackFence } from "../fencing/write-back.ts";
@@ -11,7 +18,7 @@ import type { Grant, Rounds } from "../quorum/rounds.ts";
 import type { Script } from "../scripts/script.ts";
 import type { Lifecycle } from "./lifecycle.ts";
 import type { Line } from "./line.ts";
-import type { Lock, LockState } from "./lock.ts";
+import { lockState, type Lock, type LockState } from "./lock.ts";
 import { queuePosition, randomWait } from "./wait.ts";
 
 /** One try of an attempt: the acquire request, and what a grant of it holds on a node. */
@@ -99,15 +106,18 @@ export async function acquire<T extends Lock>(
   const report = acquireReport(lifecycle.emit, strategy.kind, strategy.resources, clock);
   // A waiter: a fair acquisition that may retry (a single try respects the line, but never joins it).
   const waiter = policy.fair ? strategy.line : undefined;
+  const spend = new Spend(rounds.nodes.length, strategy, policy, waiter !== undefined);
   const began = clock.now();
   const tallies: AttemptTally[] = [];
   const cleanups: Promise<void>[] = [];
+  let failures = 0;
   let held: T | undefined;
+  let budget: RequestBudget | undefined;
   try {
     try {
       for (let n = 1; ; n++) {
         signal?.throwIfAborted();
-        const outcome = await attempt(machinery, strategy, policy, n, report);
+        const outcome = await attempt(machinery, strategy, policy, n, report, spend);
         cleanups.push(outcome.cleanup);
         if ("held" in outcome) {
           held = outcome.held;
@@ -115,15 +125,21 @@ export async function acquire<T extends Lock>(
         }
         tallies.push(outcome.failed);
         signal?.throwIfAborted();
-        const delay = outcome.waitMs ?? randomWait(policy);
-        if (policy.retryCount !== -1) {
+        // Nodes that fail are not asked again at once, whatever the line says: an outage must not become a flood.
+        failures = failureReason(outcome.failed) === "unreachable" ? failures + 1 : 0;
+        const delay = failures > 0 ? backoff(policy, failures, outcome.waitMs) : (outcome.waitMs ?? randomWait(policy));
+        // The signal, then the request budget, then maxWait decide; retryCount only when no maxWait is given.
+        budget = spend.exhausted();
+        if (budget) break;
+        if (maxWait !== undefined) {
+          // A holder's PTTL says when it must be gone, not when it goes: only the caller's time decides the end.
+          if (clock.now() - began + delay > maxWait) break;
+        } else if (policy.retryCount !== -1 && n > policy.retryCount) {
           // Informed waits are short and many: the retries then also buy time (retryCount × retryDelay).
           const timeLeft =
             outcome.waitMs !== undefined && clock.now() - began + delay <= policy.retryCount * policy.retryDelay;
-          if (n > policy.retryCount && !timeLeft) break;
+          if (!timeLeft) break;
         }
-        // A holder's PTTL says when it must be gone, not when it goes: only the caller's time decides the end.
-        if (maxWait !== undefined && clock.now() - began + delay > maxWait) break;
         if (report) {
           const ahead = queuePosition(outcome.failed.votes);
           report.retry(outcome.failed, delay, ahead === undefined ? undefined : ahead + 1);
@@ -133,14 +149,15 @@ export async function acquire<T extends Lock>(
       }
     } finally {
       await Promise.all(cleanups);
-      // Best effort, not waited for (each request is bounded by nodeTimeout): a lapsed lease covers the rest.
+      // Best effort, not waited for (each request is bounded by nodeTimeout): an entry it misses expires.
       if (!held && waiter) void lifecycle.leave(strategy.leaveKeys, waiter.queues, waiter.ticket);
     }
     if (held) {
+      lockState(held).requests = spend.sent;
       report?.held(held);
       return held;
     }
-    const error = new LockAcquisitionError(strategy.resources, tallies, what);
+    const error = new LockAcquisitionError(strategy.resources, tallies, what, budget);
     // A lock's refusal names the nodes by their labels; a permit's message stays as it is.
     if (what === "permit") throw error;
     const labels = rounds.nodes.map((node) => node.label);
@@ -148,6 +165,62 @@ export async function acquire<T extends Lock>(
   } catch (error) {
     report?.failed(error);
     throw error;
+  }
+}
+
+/** How far the wait after failing nodes grows: up to this many times `retryDelay`. */
+const BACKOFF_MAX_FACTOR = 8;
+
+/**
+ * The wait after the `failures`-th attempt in a row that nodes failed (errors, timeouts: no quorum possible):
+ * `retryDelay ± retryJitter`, doubled with each further failure up to {@link BACKOFF_MAX_FACTOR} times, and never
+ * shorter than what the line said.
+ */
+function backoff(policy: RetryPolicy, failures: number, informed: number | undefined): number {
+  const factor = Math.min(BACKOFF_MAX_FACTOR, 2 ** (failures - 1));
+  return Math.max(informed ?? 0, factor * randomWait(policy));
+}
+
+/**
+ * The requests one acquisition has sent, against its `maxRequests`. A try is counted at its most before it is
+ * sent (its round, a fencing write-back, the undoing of every node that did not refuse), and leaving the line is
+ * kept in reserve, so the cap is never passed halfway.
+ */
+class Spend {
+  sent = 0;
+  readonly #nodes: number;
+  readonly #max: number | undefined;
+  /** The most one try may send: its round, a write-back, its undo. */
+  readonly #try: number;
+  readonly #reserve: number;
+
+  constructor(nodes: number, strategy: LockStrategy<Lock>, policy: RetryPolicy, waits: boolean) {
+    this.#nodes = nodes;
+    this.#max = policy.maxRequests;
+    this.#try = nodes * (strategy.fenced ? 3 : 2);
+    this.#reserve = waits ? nodes : 0;
+    if (this.#max !== undefined && this.#max < this.#try + this.#reserve)
+      throw new InvalidArgumentError(
+        "options.maxRequests",
+        `must allow one attempt: at least ${this.#try + this.#reserve} with ${nodes} nodes` +
+          `${strategy.fenced ? ", fencing" : ""}${waits ? " and waiting in line" : ""}`,
+      );
+  }
+
+  /** Whether another try fits. */
+  affords(): boolean {
+    return this.#max === undefined || this.sent + this.#try + this.#reserve <= this.#max;
+  }
+
+  /** When the next try does not fit: what the error says. */
+  exhausted(): RequestBudget | undefined {
+    if (this.affords() || this.#max === undefined) return undefined;
+    return { maxRequests: this.#max, sent: this.sent, next: this.#try + this.#reserve };
+  }
+
+  /** A try's round went out, with or without its write-back; `undo`: the nodes its undoing may ask. */
+  spent(round: number, writeBack: boolean, undo: number): void {
+    this.sent += round + (writeBack ? this.#nodes : 0) + undo;
   }
 }
 
@@ -162,6 +235,7 @@ async function attempt<T extends Lock>(
   policy: RetryPolicy,
   n: number,
   report: ReturnType<typeof acquireReport>,
+  spend: Spend,
 ): Promise<{ held: T; cleanup: Promise<void> } | Failed> {
   const { ttl, line, fenced } = strategy;
   const waiter = policy.fair ? line : undefined;
@@ -178,10 +252,12 @@ async function attempt<T extends Lock>(
     );
     let round = grant.round;
     let fence: string | undefined;
-    if (fenced && rounds.holds(round, ttl, grant.start))
+    const writeBack = fenced !== undefined && rounds.holds(round, ttl, grant.start);
+    if (writeBack)
       ({ round, fence } = await writeBackFence(rounds, grant, fenced.keys, fenced.fenceKeys, policy.signal));
     // Step 5: held iff a quorum granted and validity = ttl − elapsed − drift is left.
     if (rounds.holds(round, ttl, grant.start)) {
+      spend.spent(grant.round.votes.length, writeBack, 0);
       report?.won(round);
       // A single try never joined the line: its release needs no LEAVE.
       const queue = waiter ? { keys: waiter.queues, ticket: waiter.ticket } : undefined;
@@ -189,7 +265,11 @@ async function attempt<T extends Lock>(
       // The earlier tries of this attempt are released too.
       return { held, cleanup: Promise.all(cleanups).then(() => undefined) };
     }
-    const last = !(strategy.again?.(grant.round) ?? false) || policy.signal?.aborted === true;
+    // Its undo asks every node that did not refuse; a waiter's missed turn (a quorum granted, yet it failed) all.
+    const nodes = grant.round.votes.length;
+    const missedTurn = waiter !== undefined && grant.round.granted >= rounds.quorum;
+    spend.spent(nodes, writeBack, missedTurn ? nodes : grant.round.votes.filter((v) => v.outcome !== "denied").length);
+    const last = !(strategy.again?.(grant.round) ?? false) || policy.signal?.aborted === true || !spend.affords();
     // Only the last try keeps the waiter's place: an earlier one's late requeue would put it back in line beside
     // the grant of the next try.
     const requeue = last && waiter ? { ...waiter.requeue(), ...current.requeue } : undefined;

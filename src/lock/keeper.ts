@@ -14,6 +14,8 @@ export interface KeepOptions {
   threshold: number;
   /** Abort with {@link MaxHoldError} this many ms after keeping started. */
   maxHold?: number;
+  /** Extend at most this many times (a request budget); then the lock is kept until its validity ends. */
+  maxExtensions?: number;
 }
 
 /** A running keeper: its signal aborts when the lock is lost or held too long; `stop` ends it. */
@@ -37,7 +39,7 @@ export interface Keeper {
  * ```
  */
 export function keepLock(lock: Lock, options: KeepOptions): Keeper {
-  const { clock, ttl, threshold, maxHold } = options;
+  const { clock, ttl, threshold, maxHold, maxExtensions = Infinity } = options;
   const lost = new AbortController();
   const stopped = new AbortController();
   const started = clock.now();
@@ -52,7 +54,7 @@ export function keepLock(lock: Lock, options: KeepOptions): Keeper {
   const quiet = anySignal([lost.signal, stopped.signal]);
 
   const extending = (async () => {
-    while (!quiet.aborted) {
+    while (!quiet.aborted && extensions < maxExtensions) {
       const untilExtend = lock.validityMs - threshold;
       const untilMaxHold = maxHold === undefined ? Infinity : started + maxHold - clock.now();
       if (untilMaxHold <= 0) return end(new MaxHoldError(maxHold as number), "max-hold");

@@ -55,6 +55,8 @@ export interface LockState {
   stragglers: Map<number, Promise<Vote>>;
   /** Set when release() is called: the lock is dead from then on. */
   released: boolean;
+  /** The HTTP requests its acquisition sent, at most (a middleware's request budget counts on from it). */
+  requests?: number;
   /** A fair lock's wait queues (one per key, in the same order) and its ticket: its release leaves them too. */
   queue?: { keys: readonly string[]; ticket: string };
   /**

@@ -11,7 +11,10 @@
  * ```
  */
 export interface NodeFaults {
-  /** The node's requests vanish (held unanswered until the client gives up): a partition. */
+  /**
+   * The node's requests vanish (held unanswered until the client gives up): a partition. Its open
+   * subscription streams stay open but the messages published meanwhile never reach them.
+   */
   cut(): Promise<void>;
   /** The node accepts requests and answers none until `reset`. */
   hang(): Promise<void>;
@@ -19,6 +22,20 @@ export interface NodeFaults {
   latency(ms: number): Promise<void>;
   /** Every request is answered with this HTTP status (e.g. 401, 500) instead of running. */
   status(code: number): Promise<void>;
+  /**
+   * The next `count` messages bound for the node's subscription streams are lost: PUBLISH still counts
+   * their receivers, but the messages never arrive (lost wakeups). Counted per stream: one PUBLISH to two
+   * streams uses two. `reset` sets it back to 0.
+   */
+  dropMessages(count: number): Promise<void>;
+  /** Each message bound for the node's subscription streams arrives `ms` after it was published. */
+  delayMessages(ms: number): Promise<void>;
+  /**
+   * Ends every open subscription stream of the node now, after its headers were sent: the connection drops
+   * mid-body (with `graceful`, the body ends properly instead). Messages published afterwards reach nobody
+   * on the node until someone subscribes again.
+   */
+  cutStreams(options?: { graceful?: boolean }): Promise<void>;
   /** Kills the node's redis-server: its data is gone, requests fail until `restart`. */
   kill(): Promise<void>;
   /** Starts the node's redis-server again, empty (a crash that lost the data). */
@@ -47,6 +64,9 @@ export function nodeFaults(adminUrl: string): NodeFaults {
     hang: () => post("/faults", { hang: true }),
     latency: (ms) => post("/faults", { latencyMs: ms }),
     status: (code) => post("/faults", { status: code }),
+    dropMessages: (count) => post("/faults", { dropMessages: count }),
+    delayMessages: (ms) => post("/faults", { messageDelayMs: ms }),
+    cutStreams: (options = {}) => post("/streams/cut", options),
     kill: () => post("/redis/kill"),
     restart: () => post("/redis/restart"),
     reset: () => post("/reset"),

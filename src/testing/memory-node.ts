@@ -57,6 +57,28 @@ export interface MemoryRequest {
   cutAt?: number;
 }
 
+/**
+ * A subscription made by {@link MemoryNode.subscribe}, once the node confirmed it.
+ * @example
+ * ```ts
+ * const subscription = await node.subscribe("wake:orders", (message) => console.log(message), signal);
+ * await subscription.closed; // the signal aborted, or the node cut the subscription
+ * ```
+ */
+export interface MemorySubscription {
+  /**
+   * Resolves when the subscription ends: its signal aborted, or the node cut it (`cutSubscriptions()`, as a
+   * stream lost mid-way). No message arrives after that.
+   */
+  readonly closed: Promise<void>;
+}
+
+/** One listener of a channel: what `cutSubscriptions()` and its signal end. */
+interface Listener {
+  onMessage: (message: string) => void;
+  end: () => void;
+}
+
 /** What Redis answers when a script passes a missing (nil) argument to a command. */
 const LUA_ARGUMENT_ERROR = "ERR Lua redis() command arguments must be strings or integers";
 
@@ -83,7 +105,8 @@ const REAL_CLOCK: MemoryClock = {
  * One in-memory database that runs the library's scripts (acquire, fenced acquire, release, extend, the
  * fencing write-back, semaphore, the fair queue, the read-write lock, inspect) with Redis' semantics: keys with
  * expiries, fence counters that never expire. A `RedlockNode`: hand an array of them to `new Redlock(...)`. Set
- * `mode` and `latency` to make it fail or slow.
+ * `mode` and `latency` to make it fail or slow. It also has Redis' publish/subscribe (`publish`, `subscribe`),
+ * with `dropMessages`, `messageDelayMs` and `cutSubscriptions()` to lose, slow or cut the messages.
  * @example
  * ```ts
  * const nodes = [new MemoryNode("a"), new MemoryNode("b"), new MemoryNode("c")];
@@ -96,7 +119,10 @@ export class MemoryNode implements RedlockNode {
   readonly label: string;
   /** How the node answers (default `up`). */
   mode: MemoryMode = "up";
-  /** Latency of each request in ms (the script runs when the request arrives, after this). Default 0. */
+  /**
+   * Latency of each request in ms (the script runs when the request arrives, after this). Default 0. A
+   * function is asked per request; a subscription asks it with the script name `subscribe`.
+   */
   latency: number | ((request: MemoryRequest) => number) = 0;
   /** Every request received, in order. */
   readonly requests: MemoryRequest[] = [];
@@ -108,6 +134,15 @@ export class MemoryNode implements RedlockNode {
   readonly counters: Map<string, bigint> = new Map<string, bigint>();
   /** The clock the node runs on. */
   readonly clock: MemoryClock;
+  /**
+   * Drop the next this many message deliveries (one PUBLISH to two subscribers is two deliveries): each is
+   * counted by `publish` and never arrives, as a wakeup lost on the way. Counts down to 0 (the default).
+   */
+  dropMessages = 0;
+  /** Each message arrives this many ms after its `publish` (default 0: on the next turn of the clock). */
+  messageDelayMs = 0;
+  /** Subscribers by channel. */
+  readonly #channels = new Map<string, Set<Listener>>();
   #store = new Map<string, { value: string; expiresAt: number }>();
   /** Wait queues (sorted sets): ticket → deadline on the queue's own clock (QUEUE_EPOCH_MS − its PTTL). */
   #queues = new Map<string, { waiters: Map<string, number>; expiresAt: number }>();
@@ -166,6 +201,114 @@ export class MemoryNode implements RedlockNode {
     this.#queues.clear();
     this.#readers.clear();
     this.counters.clear();
+  }
+
+  /**
+   * PUBLISH: hands `message` to every subscriber of `channel` and returns how many there are (as Redis does,
+   * counted when it is published, also those whose delivery `dropMessages` drops). Subscribers get it
+   * later, never inside this call (after `messageDelayMs`, on the node's clock), as a script's PUBLISH
+   * reaches subscribers after the script. A node that is `down` or hangs delivers nothing meanwhile.
+   * A script of this node that publishes calls this from {@link MemoryNode.execute}.
+   * @param channel the channel
+   * @param message the payload
+   * @returns the number of subscribers of `channel`
+   * @example
+   * ```ts
+   * node.publish("wake:orders", "released"); // 1 when one subscriber listens
+   * ```
+   */
+  publish(channel: string, message: string): number {
+    const listeners = [...(this.#channels.get(channel) ?? [])];
+    for (const listener of listeners) {
+      if (this.dropMessages > 0) {
+        this.dropMessages--;
+        continue;
+      }
+      this.clock.schedule(this.messageDelayMs, () => {
+        const live = this.#channels.get(channel)?.has(listener) ?? false;
+        if (live && this.mode !== "down" && this.mode !== "hang") listener.onMessage(message);
+      });
+    }
+    return listeners.length;
+  }
+
+  /**
+   * SUBSCRIBE: `onMessage` gets every message published on `channel` from when the returned promise
+   * resolves until `signal` aborts or the node cuts the subscription (see {@link MemorySubscription.closed}).
+   * The node answers as its `mode` says, after its `latency`: `up` subscribes, `down` rejects as a refused
+   * connection, `hang` never confirms (until `signal` aborts: then it rejects with its reason), `garbage`
+   * rejects as a reply that is no subscription.
+   * @param channel the channel
+   * @param onMessage called with each message's payload
+   * @param signal ends the subscription (before it is confirmed: the promise rejects with its reason)
+   * @returns once subscribed: a PUBLISH from then on reaches `onMessage`
+   * @example
+   * ```ts
+   * const [node] = memoryNodes(1);
+   * const stop = new AbortController();
+   * const woken: string[] = [];
+   * await node.subscribe("wake:orders", (message) => woken.push(message), stop.signal);
+   * node.publish("wake:orders", "released"); // 1
+   * stop.abort(); // unsubscribes
+   * ```
+   */
+  subscribe(channel: string, onMessage: (message: string) => void, signal?: AbortSignal): Promise<MemorySubscription> {
+    const request: MemoryRequest = { script: "subscribe", keys: [channel], sentAt: this.clock.now() };
+    const latency = typeof this.latency === "function" ? this.latency(request) : this.latency;
+    const mode = this.mode;
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const onAbort = () => {
+        cancel();
+        reject(signal?.reason);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const cancel =
+        mode === "hang"
+          ? () => {}
+          : this.clock.schedule(latency, () => {
+              signal?.removeEventListener("abort", onAbort);
+              if (mode === "down" || this.mode === "down")
+                return reject(new TypeError("fetch failed", { cause: { code: "ECONNREFUSED" } }));
+              if (mode === "garbage") return reject(new Error("ERR the node's reply was not a subscription"));
+              resolve(this.#listen(channel, onMessage, signal));
+            });
+    });
+  }
+
+  /**
+   * Ends every open subscription now (each one's `closed` resolves), as streams cut mid-way: messages
+   * published from now on reach nobody until someone subscribes again.
+   * @returns how many subscriptions it ended
+   * @example
+   * ```ts
+   * nodes[0].cutSubscriptions(); // a waiter's wakeup stream on node 1 is gone
+   * ```
+   */
+  cutSubscriptions(): number {
+    const listeners = [...this.#channels.values()].flatMap((set) => [...set]);
+    for (const listener of listeners) listener.end();
+    return listeners.length;
+  }
+
+  #listen(channel: string, onMessage: (message: string) => void, signal: AbortSignal | undefined): MemorySubscription {
+    let ended!: () => void;
+    const closed = new Promise<void>((resolve) => (ended = resolve));
+    const listener: Listener = {
+      onMessage,
+      end: () => {
+        const set = this.#channels.get(channel);
+        set?.delete(listener);
+        if (set?.size === 0) this.#channels.delete(channel);
+        signal?.removeEventListener("abort", listener.end);
+        ended();
+      },
+    };
+    const set = this.#channels.get(channel) ?? new Set<Listener>();
+    set.add(listener);
+    this.#channels.set(channel, set);
+    signal?.addEventListener("abort", listener.end, { once: true });
+    return { closed };
   }
 
   /** A wait queue's entries (ticket → deadline on the queue's clock), as `ZRANGE … WITHSCORES` lists them. */

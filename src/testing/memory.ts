@@ -17,7 +17,13 @@
  */
 import { MemoryNode } from "./memory-node.ts";
 
-export { MemoryNode, type MemoryClock, type MemoryMode, type MemoryRequest } from "./memory-node.ts";
+export {
+  MemoryNode,
+  type MemoryClock,
+  type MemoryMode,
+  type MemoryRequest,
+  type MemorySubscription,
+} from "./memory-node.ts";
 
 /**
  * Options of {@link memoryNodes}.
