@@ -16,6 +16,8 @@ export interface NodeState {
  * await nodeAdmin(cluster.nodes[0].adminUrl).faults({ latencyMs: 250 });
  * const url = await nodeAdmin(cluster.nodes[0].adminUrl).addLink("client-1");
  * await nodeAdmin(cluster.nodes[0].adminUrl).linkFaults("client-1", { cut: true }); // only client 1 loses node 0
+ * await nodeAdmin(cluster.nodes[0].adminUrl).faults({ dropMessages: 1 }); // the next wakeup is lost
+ * await nodeAdmin(cluster.nodes[0].adminUrl).cutStreams(); // every subscription stream ends now
  */
 export function nodeAdmin(adminUrl: string) {
   const call = async (path: string, body?: unknown): Promise<NodeState> => {
@@ -31,6 +33,14 @@ export function nodeAdmin(adminUrl: string) {
     addLink: async (name: string) => (await call("/links", { name })).links[name].url,
     /** Faults on one link only: that client's route to this node. */
     linkFaults: (name: string, patch: Partial<Faults>) => call(`/links/${encodeURIComponent(name)}/faults`, patch),
+    /**
+     * Ends every open subscription stream of the node now (links' included), after its headers were sent:
+     * the connection drops mid-body, or with `graceful` the body ends properly.
+     */
+    cutStreams: (options: { graceful?: boolean } = {}) => call("/streams/cut", options),
+    /** Ends the open subscription streams that came through one link. */
+    linkCutStreams: (name: string, options: { graceful?: boolean } = {}) =>
+      call(`/links/${encodeURIComponent(name)}/streams/cut`, options),
     reset: () => call("/reset", {}),
     resetCounters: () => call("/counters/reset", {}),
     kill: () => call("/redis/kill", {}),
@@ -65,7 +75,11 @@ export async function settle(admins: ReturnType<typeof nodeAdmin>[], timeoutMs =
 export async function holding(nodes: { url: string; token: string }[], key: string): Promise<number> {
   const counts = await Promise.all(
     nodes.map(async (node) => {
-      const res = await fetch(node.url, { method: "POST", headers: { authorization: `Bearer ${node.token}` }, body: JSON.stringify(["exists", key]) });
+      const res = await fetch(node.url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${node.token}` },
+        body: JSON.stringify(["exists", key]),
+      });
       return ((await res.json()) as { result: number }).result;
     }),
   );

@@ -9,6 +9,20 @@ export class ReplyError extends Error {
   override name = "ReplyError";
 }
 
+/** The subscription behind one SSE stream (see {@link Backend.subscribe}). */
+export interface Subscription {
+  /** Ends it (idempotent): from then on PUBLISH no longer counts it as a receiver. */
+  close(): void;
+}
+
+/** Where a subscription's messages go. */
+export interface SubscriptionHandlers {
+  /** One message published on `channel` (the payload's bytes as published). */
+  message(channel: string, message: Buffer): void;
+  /** The backend lost the subscription (its connection closed, the node restarted); never after `close()`. */
+  lost(): void;
+}
+
 /**
  * The commands a bridge sends on. Replies take the shape of ioredis' buffer API with `stringNumbers`:
  * bulk and status strings as `Buffer`s, integers as decimal strings, nil as null, arrays as arrays.
@@ -25,6 +39,12 @@ export interface Backend {
    * flag; the bridge runs them with a guard that enforces Upstash's rules, see dev/script-flags.ts).
    */
   readonly rewritesFlaggedScripts: boolean;
+  /**
+   * Subscribes to `channels` for one SSE stream, on a subscription of its own (a connection of its own on
+   * redis-server), so PUBLISH counts each stream as one receiver, as each of Upstash's SSE streams is. Resolves
+   * once every channel is subscribed: a PUBLISH after that reaches `handlers.message`.
+   */
+  subscribe(channels: string[], handlers: SubscriptionHandlers): Promise<Subscription>;
   /** Told when the node-wide `rejectKeyLocking` fault changes (a backend that reads the flag itself). */
   rejectKeyLocking?(reject: boolean): void;
   /** Closes connections; the backend is not used again. */

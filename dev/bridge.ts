@@ -1,8 +1,8 @@
 // An Upstash-compatible REST bridge in front of one node (a real redis-server, or in-process memory nodes),
-// with fault injection.
+// with fault injection. Commands, pipelines and transactions as JSON; subscriptions as SSE streams.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Backend } from "./backend.ts";
+import type { Backend, Subscription } from "./backend.ts";
 import { FaultGate, GARBAGE_BODIES, NO_FAULTS, parseFaults, type Faults } from "./fault-gate.ts";
 import { MAX_REQUEST_BYTES, REQUEST_TOO_LARGE, keySizeError } from "./limits.ts";
 import { BadCommand, encodeReply, errorText, toCommand, toCommands, toJson } from "./rest-protocol.ts";
@@ -28,6 +28,12 @@ export interface Counters {
   flaggedScripts: number;
   /** Requests to `/pipeline`. */
   pipelines: number;
+  /** Subscription streams open right now (not reset). */
+  streams: number;
+  /** Messages written to subscription streams. */
+  messages: number;
+  /** Messages a fault kept from a subscription stream (`dropMessages`, or a `cut` partition). */
+  droppedMessages: number;
 }
 
 export interface BridgeOptions {
@@ -46,6 +52,27 @@ interface Link {
   server: Server;
   port: number;
   gate: FaultGate;
+}
+
+/** One open SSE stream of `/subscribe`. */
+interface Stream {
+  res: ServerResponse;
+  /** The listener it came through (undefined: the node's own URL). */
+  link: Link | undefined;
+  /** False until its confirmations are written; messages that come sooner wait in `early`. */
+  open: boolean;
+  early: [channel: string, message: Buffer][];
+}
+
+/** Options of {@link Bridge.cutStreams}. */
+export interface CutStreams {
+  /** Only the streams that came through this link (default: every stream of the node, links' included). */
+  link?: string;
+  /**
+   * End each response properly (the last chunk sent: the client reads the end of its body) instead of
+   * dropping the connection mid-body (the client's read fails). Default false.
+   */
+  graceful?: boolean;
 }
 
 /** A link name: what the admin API accepts in `/links/<name>`. */
@@ -68,6 +95,7 @@ export class Bridge {
   #keyLocking = new KeyLockingShim();
   #gate = new FaultGate();
   #links = new Map<string, Link>();
+  #streams = new Set<Stream>();
   #data: Server;
   #admin: Server;
   #dataPort = 0;
@@ -131,7 +159,11 @@ export class Bridge {
     if (!LINK_NAME.test(name)) throw new Error(`a link name is 1-64 letters, digits, '_', '.', '-'`);
     let link = this.#links.get(name);
     if (!link) {
-      const created: Link = { server: createServer((req, res) => void this.#serveData(req, res, created)), port: 0, gate: new FaultGate() };
+      const created: Link = {
+        server: createServer((req, res) => void this.#serveData(req, res, created)),
+        port: 0,
+        gate: new FaultGate(),
+      };
       this.#links.set(name, created);
       created.port = await listen(created.server);
       link = created;
@@ -147,11 +179,34 @@ export class Bridge {
   }
 
   resetCounters(): void {
-    this.counters = { ...emptyCounters(), waiting: this.counters.waiting, inFlight: this.counters.inFlight };
+    const { waiting, inFlight, streams } = this.counters;
+    this.counters = { ...emptyCounters(), waiting, inFlight, streams };
+  }
+
+  /**
+   * Ends open subscription streams now, after their headers (and maybe messages) were sent: the client's
+   * stream ends mid-way, and messages published from then on reach it no more.
+   * @returns how many streams it ended
+   * @example
+   * bridge.cutStreams(); // every waiter subscribed through this node loses its stream
+   * bridge.cutStreams({ link: "client-3", graceful: true }); // client 3's streams end cleanly
+   */
+  cutStreams(options: CutStreams = {}): number {
+    const link = options.link === undefined ? undefined : this.#links.get(options.link);
+    if (options.link !== undefined && !link) throw new Error(`no such link: ${options.link}`);
+    const cut = [...this.#streams].filter((stream) => link === undefined || stream.link === link);
+    for (const stream of cut) {
+      this.#forget(stream);
+      if (options.graceful) stream.res.end();
+      else stream.res.destroy();
+    }
+    return cut.length;
   }
 
   state(): { faults: Faults; counters: Counters; links: Record<string, LinkState> } {
-    const links = Object.fromEntries([...this.#links].map(([name, link]) => [name, { url: linkUrl(link), faults: link.gate.faults }]));
+    const links = Object.fromEntries(
+      [...this.#links].map(([name, link]) => [name, { url: linkUrl(link), faults: link.gate.faults }]),
+    );
     return { faults: this.#gate.faults, counters: this.counters, links };
   }
 
@@ -173,7 +228,8 @@ export class Bridge {
       return;
     }
     if (req.method !== "POST") return send(res, 405, { error: "use POST" });
-    if (req.headers.authorization !== `Bearer ${this.token}`) return send(res, 401, { error: "WRONGPASS invalid or missing auth token" });
+    if (req.headers.authorization !== `Bearer ${this.token}`)
+      return send(res, 401, { error: "WRONGPASS invalid or missing auth token" });
 
     // The link's faults first (the client's own route), then the node's.
     const gates = link ? [link.gate, this.#gate] : [this.#gate];
@@ -194,6 +250,7 @@ export class Bridge {
 
     const base64 = String(req.headers["upstash-encoding"] ?? "").toLowerCase() === "base64";
     const path = (req.url ?? "/").split("?")[0].replace(/\/+$/, "") || "/";
+    if (path === "/subscribe" || path.startsWith("/subscribe/")) return this.#subscribe(res, path, link, gone.signal);
     try {
       const parsed = JSON.parse(body || "null") as unknown;
       const reply = await this.#run(path, parsed, base64);
@@ -211,6 +268,82 @@ export class Bridge {
       this.counters.answered++;
       send(res, 400, { error: this.#errorText(error) });
     }
+  }
+
+  /**
+   * `POST /subscribe/<channel>[/<channel>…]` (each name percent-decoded), as Upstash REST serves it: an SSE
+   * stream (`text/event-stream`) that confirms each channel with `data: subscribe,<channel>,<count>` (the
+   * stream's running count of channels), then sends `data: message,<channel>,<payload>` per message, each
+   * event ended by a blank line. The events are never base64-encoded, whatever `Upstash-Encoding` says:
+   * @upstash/redis decodes JSON replies only, not stream events. The stream lasts until the client leaves,
+   * the backend loses the subscription, or {@link Bridge.cutStreams}.
+   */
+  async #subscribe(res: ServerResponse, path: string, link: Link | undefined, gone: AbortSignal): Promise<void> {
+    this.#count(["subscribe"]);
+    let channels: string[];
+    try {
+      channels = subscribedChannels(path);
+    } catch (error) {
+      return send(res, 400, { error: errorText(error) });
+    }
+    const stream: Stream = { res, link, open: false, early: [] };
+    let subscription: Subscription;
+    try {
+      subscription = await this.backend.subscribe([...new Set(channels)], {
+        message: (channel, message) => this.#deliver(stream, channel, message),
+        lost: () => {
+          this.#forget(stream);
+          res.destroy();
+        },
+      });
+    } catch (error) {
+      if (isConnectionError(error)) return send(res, 503, { error: `redis unavailable: ${errorText(error)}` });
+      this.counters.answered++;
+      return send(res, 400, { error: this.#errorText(error) });
+    }
+    if (gone.aborted || res.destroyed) {
+      subscription.close();
+      this.counters.abandoned++;
+      return;
+    }
+    this.counters.answered++;
+    this.counters.streams++;
+    this.#streams.add(stream);
+    res.once("close", () => {
+      subscription.close();
+      this.#forget(stream);
+    });
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+    const seen = new Set<string>();
+    res.write(channels.map((channel) => event(`subscribe,${channel},${seen.add(channel).size}`)).join(""));
+    stream.open = true;
+    for (const [channel, message] of stream.early.splice(0)) this.#deliver(stream, channel, message);
+  }
+
+  /** One message for one stream, through the stream's faults: its link's, then the node's. */
+  #deliver(stream: Stream, channel: string, message: Buffer): void {
+    if (!stream.open) return void stream.early.push([channel, message]);
+    const gates = stream.link ? [stream.link.gate, this.#gate] : [this.#gate];
+    if (gates.some((gate) => gate.faults.cut) || gates.some((gate) => gate.dropsMessage())) {
+      this.counters.droppedMessages++;
+      return;
+    }
+    const text = event(`message,${channel},${message.toString("utf8")}`);
+    const write = () => {
+      if (!this.#streams.has(stream)) return;
+      stream.res.write(text);
+      this.counters.messages++;
+    };
+    const delay = gates.reduce((sum, gate) => sum + gate.faults.messageDelayMs, 0);
+    if (delay > 0) setTimeout(write, delay);
+    else write();
+  }
+
+  /** Takes a stream out of the open ones (once); true when it was open. */
+  #forget(stream: Stream): boolean {
+    if (!this.#streams.delete(stream)) return false;
+    this.counters.streams--;
+    return true;
   }
 
   /** Passes every gate in order; false when a cut dropped the request or the client left meanwhile. */
@@ -261,7 +394,8 @@ export class Bridge {
   async #pipeline(commands: string[][], base64: boolean): Promise<unknown[]> {
     const replies: unknown[] = [];
     for (const [i, command] of commands.entries()) {
-      if (i > 0 && this.#gate.faults.pipelineGapMs > 0) await new Promise((r) => setTimeout(r, this.#gate.faults.pipelineGapMs));
+      if (i > 0 && this.#gate.faults.pipelineGapMs > 0)
+        await new Promise((r) => setTimeout(r, this.#gate.faults.pipelineGapMs));
       this.#count(command);
       const tooLong = keySizeError(command);
       if (tooLong) {
@@ -308,9 +442,14 @@ export class Bridge {
       if (req.method === "GET" && path === "/state") return send(res, 200, await this.#fullState());
       if (req.method !== "POST") return send(res, 405, { error: "use POST (or GET /state)" });
       const linkFaults = /^\/links\/([^/]+)\/faults$/.exec(path);
+      const linkStreams = /^\/links\/([^/]+)\/streams\/cut$/.exec(path);
       if (path === "/faults") this.setFaults(parseFaults(body));
       else if (linkFaults) this.setLinkFaults(decodeURIComponent(linkFaults[1]), parseFaults(body));
-      else if (path === "/links") await this.addLink(String((JSON.parse(body || "{}") as { name?: unknown }).name ?? ""));
+      else if (path === "/streams/cut") this.cutStreams({ graceful: parseGraceful(body) });
+      else if (linkStreams)
+        this.cutStreams({ link: decodeURIComponent(linkStreams[1]), graceful: parseGraceful(body) });
+      else if (path === "/links")
+        await this.addLink(String((JSON.parse(body || "{}") as { name?: unknown }).name ?? ""));
       else if (path === "/reset") {
         this.setFaults({ ...NO_FAULTS });
         for (const name of this.#links.keys()) this.setLinkFaults(name, { ...NO_FAULTS });
@@ -337,7 +476,48 @@ class NotFound extends Error {}
 class LimitError extends Error {}
 
 function emptyCounters(): Counters {
-  return { received: 0, answered: 0, abandoned: 0, waiting: 0, inFlight: 0, commands: {}, flaggedScripts: 0, pipelines: 0 };
+  return {
+    received: 0,
+    answered: 0,
+    abandoned: 0,
+    waiting: 0,
+    inFlight: 0,
+    commands: {},
+    flaggedScripts: 0,
+    pipelines: 0,
+    streams: 0,
+    messages: 0,
+    droppedMessages: 0,
+  };
+}
+
+/** The channels of a `/subscribe/…` path, percent-decoded; at least one, none empty. */
+function subscribedChannels(path: string): string[] {
+  const segments = path.split("/").slice(2);
+  if (segments.length === 0 || segments.includes("")) {
+    throw new BadCommand("ERR wrong number of arguments for 'subscribe' command");
+  }
+  try {
+    return segments.map((segment) => decodeURIComponent(segment));
+  } catch {
+    throw new BadCommand("ERR a channel name in the path is not valid percent-encoding");
+  }
+}
+
+/**
+ * One SSE event: each line of `data` its own `data:` field, a blank line after. A payload with a newline stays
+ * one event for an SSE reader, but not for @upstash/redis, which takes every `data:` line as an event of its own.
+ */
+function event(data: string): string {
+  return `${data
+    .split(/\r\n|\r|\n/)
+    .map((line) => `data: ${line}\n`)
+    .join("")}\n`;
+}
+
+/** The `graceful` flag of a `/streams/cut` request. */
+function parseGraceful(body: string): boolean {
+  return Boolean((JSON.parse(body || "{}") as { graceful?: unknown }).graceful);
 }
 
 /** Anything but a reply of the backend itself (a ReplyError) means it could not be reached. */
@@ -372,7 +552,13 @@ function readBody(req: IncomingMessage, limit: number): Promise<{ body: string; 
       if (bytes <= limit) chunks.push(chunk);
       else chunks.length = 0;
     });
-    req.on("end", () => resolve(bytes > limit ? { body: "", tooLarge: true } : { body: Buffer.concat(chunks).toString("utf8"), tooLarge: false }));
+    req.on("end", () =>
+      resolve(
+        bytes > limit
+          ? { body: "", tooLarge: true }
+          : { body: Buffer.concat(chunks).toString("utf8"), tooLarge: false },
+      ),
+    );
     req.on("error", () => resolve({ body: "", tooLarge: false, gone: true }));
   });
 }

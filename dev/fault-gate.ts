@@ -5,7 +5,11 @@ import { delays, parseSpread, type LatencySpread } from "./latency-spread.ts";
 /** What the bridge answers instead of a correct reply. */
 export type Garbage = "html" | "text" | "json-shape" | "truncated" | "empty";
 
-/** Faults applied to data requests, in this order: cut, hang, latency, status, garbage. */
+/**
+ * Faults applied to data requests, in this order: cut, hang, latency, status, garbage (a subscription's
+ * request passes them before its stream opens); then those of the messages on open subscription streams:
+ * cut, dropMessages, messageDelayMs.
+ */
 export interface Faults {
   /** Added before the command runs. */
   latencyMs: number;
@@ -15,7 +19,8 @@ export interface Faults {
   hang: boolean;
   /**
    * A partition: requests vanish. They are held unanswered until the client gives up and never run,
-   * also after the cut heals (the packets were lost, not delayed).
+   * also after the cut heals (the packets were lost, not delayed). Open subscription streams stay open but
+   * receive nothing meanwhile: the messages published during the cut are lost.
    */
   cut: boolean;
   /** Answer this HTTP status with a JSON error body instead of running the command. */
@@ -33,9 +38,33 @@ export interface Faults {
    * members one by one either way). Default 0: no pause.
    */
   pipelineGapMs: number;
+  /**
+   * Drop the next this many messages bound for subscription streams: PUBLISH still counts those streams as
+   * receivers, but the message never arrives (a lost wakeup). Counted per stream (one PUBLISH to two streams
+   * uses two) and down to 0 as they are dropped; a link's count applies to its streams before the node's.
+   * Default 0.
+   */
+  dropMessages: number;
+  /**
+   * Each message bound for a subscription stream arrives this many ms after it was published (a link's
+   * delay and the node's add up). A message waits the delay in force when it was published, so one
+   * published after the delay is lowered can overtake it. Default 0.
+   */
+  messageDelayMs: number;
 }
 
-export const NO_FAULTS: Readonly<Faults> = Object.freeze({ latencyMs: 0, spread: null, hang: false, cut: false, status: null, garbage: null, rejectKeyLocking: false, pipelineGapMs: 0 });
+export const NO_FAULTS: Readonly<Faults> = Object.freeze({
+  latencyMs: 0,
+  spread: null,
+  hang: false,
+  cut: false,
+  status: null,
+  garbage: null,
+  rejectKeyLocking: false,
+  pipelineGapMs: 0,
+  dropMessages: 0,
+  messageDelayMs: 0,
+});
 
 export const GARBAGE_BODIES: Record<Garbage, { type: string; body: string }> = {
   html: { type: "text/html", body: "<html><body><h1>502 Bad Gateway</h1></body></html>" },
@@ -57,7 +86,10 @@ export class FaultGate {
   #held = new Set<() => void>();
   #delay = delays(null);
 
-  /** Merges fault settings; clearing `hang` lets the held requests go on (those also cut stay dropped); a spread restarts its PRNG. */
+  /**
+   * Merges fault settings; clearing `hang` lets the held requests go on (those also cut stay dropped); a
+   * spread restarts its PRNG.
+   */
   set(patch: Partial<Faults>): Faults {
     this.faults = { ...this.faults, ...patch };
     if (patch.spread !== undefined) this.#delay = delays(patch.spread);
@@ -81,6 +113,13 @@ export class FaultGate {
     if (delay > 0 && !gone.aborted) await sleep(delay, gone);
     if (this.faults.cut && !gone.aborted) await untilAborted(gone);
     return !gone.aborted;
+  }
+
+  /** Whether the next message bound for a subscription stream is dropped (`dropMessages`, which this counts down). */
+  dropsMessage(): boolean {
+    if (this.faults.dropMessages <= 0) return false;
+    this.faults = { ...this.faults, dropMessages: this.faults.dropMessages - 1 };
+    return true;
   }
 
   releaseHeld(): void {
@@ -112,8 +151,11 @@ export function parseFaults(body: string): Partial<Faults> {
   if ("status" in raw) patch.status = raw.status === null ? null : Number(raw.status);
   if ("rejectKeyLocking" in raw) patch.rejectKeyLocking = Boolean(raw.rejectKeyLocking);
   if ("pipelineGapMs" in raw) patch.pipelineGapMs = Math.max(0, Number(raw.pipelineGapMs) || 0);
+  if ("dropMessages" in raw) patch.dropMessages = Math.max(0, Math.floor(Number(raw.dropMessages)) || 0);
+  if ("messageDelayMs" in raw) patch.messageDelayMs = Math.max(0, Number(raw.messageDelayMs) || 0);
   if ("garbage" in raw) {
-    if (raw.garbage !== null && !(String(raw.garbage) in GARBAGE_BODIES)) throw new Error(`unknown garbage kind ${String(raw.garbage)}`);
+    if (raw.garbage !== null && !(String(raw.garbage) in GARBAGE_BODIES))
+      throw new Error(`unknown garbage kind ${String(raw.garbage)}`);
     patch.garbage = raw.garbage === null ? null : (String(raw.garbage) as Garbage);
   }
   return patch;
@@ -129,9 +171,13 @@ function untilAborted(signal: AbortSignal): Promise<void> {
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }

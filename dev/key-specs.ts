@@ -29,7 +29,7 @@ XAUTOCLAIM XPENDING XSETID PFADD SETBIT GETBIT BITCOUNT BITPOS BITFIELD BITFIELD
 GEOSEARCH GEORADIUS_RO GEORADIUSBYMEMBER_RO`;
 const ALL_KEYS = "DEL UNLINK EXISTS TOUCH MGET SINTER SUNION SDIFF SINTERSTORE SUNIONSTORE SDIFFSTORE PFCOUNT PFMERGE";
 const TWO_KEYS = "RENAME RENAMENX COPY SMOVE LMOVE RPOPLPUSH ZRANGESTORE GEOSEARCHSTORE LCS";
-const NO_KEYS = "TIME PING ECHO DBSIZE LASTSAVE";
+const NO_KEYS = "TIME PING ECHO DBSIZE LASTSAVE PUBLISH";
 
 /** Key positions by upper-case command name. */
 export const KEY_SPECS: Readonly<Record<string, KeySpec>> = Object.freeze({
@@ -72,5 +72,10 @@ export function commandKeys(command: readonly string[]): string[] | undefined {
 }
 
 function table(names: string, spec: KeySpec): Record<string, KeySpec> {
-  return Object.fromEntries(names.split(/\s+/).filter(Boolean).map((name) => [name, spec]));
+  return Object.fromEntries(
+    names
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((name) => [name, spec]),
+  );
 }

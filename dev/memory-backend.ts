@@ -1,13 +1,13 @@
 // The bridge's backend on an in-process memory node (src/testing/memory-node.ts): no redis-server, no
 // Redis client. It answers exactly what the library, its doctor and the demo send — the library's scripts
-// by EVAL and EVALSHA, SCRIPT LOAD/EXISTS/FLUSH, and a few plain commands on strings and lists — and
-// refuses anything else by name, never with a silent wrong answer.
+// by EVAL and EVALSHA, SCRIPT LOAD/EXISTS/FLUSH, PUBLISH and subscriptions, and a few plain commands on
+// strings and lists — and refuses anything else by name, never with a silent wrong answer.
 import { createHash } from "node:crypto";
 import { EXISTS_SCRIPT } from "../src/doctor/probes.ts";
 import * as library from "../src/scripts/index.ts";
 import { KEY_LOCKING, withoutKeyLocking, type Script } from "../src/scripts/index.ts";
 import { MemoryNode } from "../src/testing/memory-node.ts";
-import { type Backend, ReplyError } from "./backend.ts";
+import { type Backend, ReplyError, type Subscription, type SubscriptionHandlers } from "./backend.ts";
 
 /** What the refusals say: what this mode is, and what to run instead. */
 const MODE = "edge-redlock's memory mode (dev --memory)";
@@ -18,8 +18,16 @@ const EXISTS_PROBE = "exists-probe" as const;
 
 /** A script this backend runs: its name, and whether the text sent carries Upstash's key-locking flag. */
 interface KnownScript {
-  name: Script["name"] | typeof EXISTS_PROBE;
+  name: string;
   flagged: boolean;
+}
+
+/** Options of {@link MemoryBackend}: for the project's tests, which give the node scripts of their own. */
+export interface MemoryBackendOptions {
+  /** The node the scripts run on (default: a new `MemoryNode`); a subclass may run more scripts. */
+  node?: MemoryNode;
+  /** Scripts besides the library's that `node` runs by name (`MemoryNode.execute`), e.g. one that publishes. */
+  scripts?: { name: string; lua: string }[];
 }
 
 /** SHA-1 of a script, as Redis names it for EVALSHA. */
@@ -50,8 +58,10 @@ const NEVER = new AbortController().signal;
 
 /**
  * One memory node behind a bridge. The bridge's faults (latency, hang, cut, status, garbage, the
- * `rejectKeyLocking` flag) work as in front of redis-server; `restart` empties the node and its script
- * cache. Transactions (`/multi-exec`) and any command the library does not send are refused.
+ * `rejectKeyLocking` flag, and those of subscription streams) work as in front of redis-server; `restart`
+ * empties the node and its script cache and ends its subscriptions. PUBLISH, from a client or from a script
+ * the node runs (`MemoryNode.publish`), reaches the bridge's SSE streams. Transactions (`/multi-exec`) and
+ * any command the library does not send are refused.
  * @example
  * const bridge = new Bridge({ backend: new MemoryBackend("memory-1"), token });
  */
@@ -63,10 +73,16 @@ export class MemoryBackend implements Backend {
   readonly #lists = new Map<string, string[]>();
   /** The script cache: SHAs loaded by EVAL or SCRIPT LOAD (gone on SCRIPT FLUSH or a restart). */
   readonly #loaded = new Set<string>();
+  /** Scripts besides the library's, by SHA-1 of their text. */
+  readonly #extra = new Map<string, KnownScript>();
   #rejectFlag = false;
 
-  constructor(label: string) {
-    this.node = new MemoryNode(label);
+  constructor(label: string, options: MemoryBackendOptions = {}) {
+    this.node = options.node ?? new MemoryNode(label);
+    for (const { name, lua } of options.scripts ?? []) {
+      this.#extra.set(sha1(lua), { name, flagged: lua !== withoutKeyLocking(lua) });
+      this.#extra.set(sha1(withoutKeyLocking(lua)), { name, flagged: false });
+    }
   }
 
   async ready(): Promise<void> {}
@@ -77,11 +93,38 @@ export class MemoryBackend implements Backend {
     this.#rejectFlag = reject;
   }
 
-  /** Empties the node and its script cache: a restart that lost its data, as `redis-server` without persistence. */
+  /**
+   * Empties the node and its script cache and ends its subscriptions: a restart that lost its data and its
+   * connections, as `redis-server` without persistence.
+   */
   restart(): void {
+    this.node.cutSubscriptions();
     this.node.flush();
     this.#lists.clear();
     this.#loaded.clear();
+  }
+
+  async subscribe(channels: string[], handlers: SubscriptionHandlers): Promise<Subscription> {
+    const controller = new AbortController();
+    const close = () => controller.abort();
+    const ends: Promise<void>[] = [];
+    try {
+      for (const channel of channels) {
+        const relay = (message: string) => handlers.message(channel, Buffer.from(message, "utf8"));
+        ends.push((await this.node.subscribe(channel, relay, controller.signal)).closed);
+      }
+    } catch (error) {
+      close();
+      throw error;
+    }
+    // A subscription the node ended (a restart) ends the stream; one this side closed does not count as lost.
+    const lost = () => {
+      if (controller.signal.aborted) return;
+      close();
+      handlers.lost();
+    };
+    for (const end of ends) void end.then(lost);
+    return { close };
   }
 
   async transaction(): Promise<never> {
@@ -112,6 +155,9 @@ export class MemoryBackend implements Backend {
         const now = Date.now();
         return [Buffer.from(String(Math.floor(now / 1000))), Buffer.from(String((now % 1000) * 1000))];
       }
+      case "PUBLISH":
+        if (args.length !== 2) throw new ReplyError("ERR wrong number of arguments for 'publish' command");
+        return String(node.publish(args[0], args[1]));
       case "PING":
         return Buffer.from("PONG");
       case "INFO":
@@ -129,8 +175,16 @@ export class MemoryBackend implements Backend {
         return this.#rpush(args[0], args.slice(1));
       case "LRANGE":
         return this.#lrange(args[0], Number(args[1]), Number(args[2]));
-      case "DEL":
-        return String(args.filter((key) => this.#exists(key) && (node.delete(key), this.#lists.delete(key), true)).length);
+      case "DEL": {
+        let deleted = 0; // one by one: a key named twice counts once, as in Redis
+        for (const key of args) {
+          if (!this.#exists(key)) continue;
+          node.delete(key);
+          this.#lists.delete(key);
+          deleted++;
+        }
+        return String(deleted);
+      }
       case "EXISTS":
         return String(args.filter((key) => this.#exists(key)).length);
       case "PTTL":
@@ -141,17 +195,22 @@ export class MemoryBackend implements Backend {
         this.#lists.clear();
         return Buffer.from("OK");
       default:
-        throw new ReplyError(`ERR ${MODE} does not run '${name.toLowerCase()}': it answers what the library sends; ${INSTEAD}`);
+        throw new ReplyError(
+          `ERR ${MODE} does not run '${name.toLowerCase()}': it answers what the library sends; ${INSTEAD}`,
+        );
     }
   }
 
   /** The script behind `sha`, or a refusal that names the mode. */
   #script(sha: string): KnownScript {
-    const found = knownScripts().get(sha);
+    const found = knownScripts().get(sha) ?? this.#extra.get(sha);
     if (!found) {
-      throw new ReplyError(`ERR ${MODE} runs only edge-redlock's own scripts (sha1 ${sha} is not one of them); ${INSTEAD}`);
+      throw new ReplyError(
+        `ERR ${MODE} runs only edge-redlock's own scripts (sha1 ${sha} is not one of them); ${INSTEAD}`,
+      );
     }
-    if (found.flagged && this.#rejectFlag) throw new ReplyError("ERR Unexpected flag in script shebang: allow-key-locking");
+    if (found.flagged && this.#rejectFlag)
+      throw new ReplyError("ERR Unexpected flag in script shebang: allow-key-locking");
     return found;
   }
 
@@ -159,7 +218,8 @@ export class MemoryBackend implements Backend {
     const { name } = script;
     if (name === EXISTS_PROBE) return keys.slice(0, 1).filter((key) => this.node.get(key) !== undefined).length;
     try {
-      return await this.node.run({ name }, keys, args, NEVER);
+      // A test's own script names are no library Script's; the node's `execute` dispatches on the text alone.
+      return await this.node.run({ name } as Pick<Script, "name">, keys, args, NEVER);
     } catch (error) {
       throw new ReplyError((error as Error).message);
     }
@@ -204,7 +264,8 @@ export class MemoryBackend implements Backend {
 
   #rpush(key: string, values: string[]): string {
     if (values.length === 0) throw new ReplyError("ERR wrong number of arguments for 'rpush' command");
-    if (this.node.get(key) !== undefined) throw new ReplyError("WRONGTYPE Operation against a key holding the wrong kind of value");
+    if (this.node.get(key) !== undefined)
+      throw new ReplyError("WRONGTYPE Operation against a key holding the wrong kind of value");
     const list = this.#lists.get(key) ?? [];
     list.push(...values);
     this.#lists.set(key, list);
@@ -213,7 +274,8 @@ export class MemoryBackend implements Backend {
 
   /** LRANGE with Redis' indexes: negative from the end, `stop` inclusive, out of range clamped. */
   #lrange(key: string, start: number, stop: number): unknown {
-    if (!Number.isInteger(start) || !Number.isInteger(stop)) throw new ReplyError("ERR value is not an integer or out of range");
+    if (!Number.isInteger(start) || !Number.isInteger(stop))
+      throw new ReplyError("ERR value is not an integer or out of range");
     this.#notString(key);
     const list = this.#lists.get(key) ?? [];
     const from = Math.max(0, start < 0 ? list.length + start : start);
@@ -222,7 +284,8 @@ export class MemoryBackend implements Backend {
   }
 
   #notString(key: string): void {
-    if (this.node.get(key) !== undefined) throw new ReplyError("WRONGTYPE Operation against a key holding the wrong kind of value");
+    if (this.node.get(key) !== undefined)
+      throw new ReplyError("WRONGTYPE Operation against a key holding the wrong kind of value");
   }
 
   /** SET key value [PX ms | EX s] [NX | XX]: what the doctor's probes, the demo and tests send. */

@@ -1,10 +1,12 @@
 // The bridge's backend on a real redis-server, through ioredis.
 import { Redis } from "ioredis";
-import type { Backend } from "./backend.ts";
+import type { Backend, Subscription, SubscriptionHandlers } from "./backend.ts";
 
 /**
  * One redis-server: a shared connection for single commands and pipelines (their members go one by
- * one, so other clients' commands can land between them), and connections of their own for MULTI/EXEC.
+ * one, so other clients' commands can land between them), connections of their own for MULTI/EXEC, and
+ * one connection per subscription stream (so PUBLISH, from a client or from inside a script, counts and
+ * reaches each stream as redis-server counts its subscribed connections).
  * @example
  * const bridge = new Bridge({ backend: new RedisBackend(6379), token });
  */
@@ -43,11 +45,37 @@ export class RedisBackend implements Backend {
     }
   }
 
+  async subscribe(channels: string[], handlers: SubscriptionHandlers): Promise<Subscription> {
+    // No reconnect: a subscriber that reconnected would have missed messages silently; the stream ends instead.
+    const conn = this.#connection(true, false);
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      this.#all.delete(conn);
+      conn.disconnect();
+    };
+    try {
+      await conn.connect();
+      await conn.subscribe(...channels);
+    } catch (error) {
+      close();
+      throw error;
+    }
+    conn.on("messageBuffer", (channel: Buffer, message: Buffer) => handlers.message(channel.toString("utf8"), message));
+    conn.once("end", () => {
+      if (closed) return;
+      close();
+      handlers.lost();
+    });
+    return { close };
+  }
+
   close(): void {
     for (const conn of this.#all) conn.disconnect();
   }
 
-  #connection(lazy: boolean): Redis {
+  #connection(lazy: boolean, reconnect = true): Redis {
     const conn = new Redis({
       host: "127.0.0.1",
       port: this.port,
@@ -56,7 +84,8 @@ export class RedisBackend implements Backend {
       maxRetriesPerRequest: 0,
       // Integer replies as decimal strings (bulk strings are Buffers): no precision lost beyond 2^53.
       stringNumbers: true,
-      retryStrategy: () => 50,
+      retryStrategy: reconnect ? () => 50 : () => null,
+      autoResubscribe: false,
     });
     conn.on("error", () => {});
     this.#all.add(conn);

@@ -2,10 +2,40 @@
 
 /** Commands the bridge refuses: they block, hold connection state, or change the connection. */
 const REFUSED = new Set([
-  "blpop", "brpop", "brpoplpush", "blmove", "blmpop", "bzpopmin", "bzpopmax", "bzmpop",
-  "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "monitor",
-  "watch", "unwatch", "multi", "exec", "discard", "select", "auth", "hello", "quit", "reset", "client",
-  "sync", "psync", "replicaof", "slaveof", "shutdown", "wait", "waitaof", "debug",
+  "blpop",
+  "brpop",
+  "brpoplpush",
+  "blmove",
+  "blmpop",
+  "bzpopmin",
+  "bzpopmax",
+  "bzmpop",
+  "subscribe",
+  "psubscribe",
+  "ssubscribe",
+  "unsubscribe",
+  "punsubscribe",
+  "sunsubscribe",
+  "monitor",
+  "watch",
+  "unwatch",
+  "multi",
+  "exec",
+  "discard",
+  "select",
+  "auth",
+  "hello",
+  "quit",
+  "reset",
+  "client",
+  "sync",
+  "psync",
+  "replicaof",
+  "slaveof",
+  "shutdown",
+  "wait",
+  "waitaof",
+  "debug",
 ]);
 
 /** A request body that is not a command; answered with HTTP 400. */
@@ -15,7 +45,8 @@ export class BadCommand extends Error {}
 export function toCommand(raw: unknown): string[] {
   if (!Array.isArray(raw) || raw.length === 0) throw new BadCommand("ERR a command is a non-empty JSON array");
   const args = raw.map((arg) => {
-    if (arg === null || typeof arg === "string" || typeof arg === "number" || typeof arg === "boolean") return String(arg);
+    const scalar = arg === null || typeof arg === "string" || typeof arg === "number" || typeof arg === "boolean";
+    if (scalar) return String(arg);
     throw new BadCommand("ERR command arguments must be strings, numbers, booleans or null");
   });
   const name = args[0].toLowerCase();

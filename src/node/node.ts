@@ -1,5 +1,6 @@
 // The contract between the lock and one Redis database: what a node is, and what configures one.
 import type { Script } from "../scripts/script.ts";
+import type { Subscription } from "./subscribe.ts";
 
 /**
  * One independent Redis database as the lock sees it. Implement this to plug in another transport.
@@ -20,6 +21,13 @@ export interface RedlockNode {
    * request fails.
    */
   run(script: Script, keys: string[], args: string[], signal: AbortSignal): Promise<unknown>;
+  /**
+   * Optional: subscribes to the Pub/Sub `channel`, calling `onMessage` with each message's payload; resolves once
+   * the node confirmed, rejects when it did not. Aborting `signal` ends the subscription (and cuts one that has not
+   * confirmed yet). With it, a waiter in line is woken when the lock frees; without it, the waiter asks again when
+   * the holder's time is up.
+   */
+  subscribe?(channel: string, onMessage: (payload: string) => void, signal: AbortSignal): Promise<Subscription>;
 }
 
 /**
@@ -54,4 +62,22 @@ export interface ScriptClient {
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
   /** EVALSHA: runs the script whose SHA-1 is `sha`; fails with NOSCRIPT when the node does not know it. */
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
+  /**
+   * Optional: `@upstash/redis`'s `subscribe`. With it, waiters in line on this node are woken when the lock frees;
+   * its stream's end cannot be seen, so such a subscription is trusted until the acquisition ends.
+   */
+  subscribe?(channels: string[]): PubSubSubscriber;
+}
+
+/**
+ * What the library uses of the subscriber `@upstash/redis`'s `subscribe` returns.
+ * @example
+ * ```ts
+ * const subscriber: PubSubSubscriber = redis.subscribe(["edge-redlock:wake:3f2a"]);
+ * ```
+ */
+export interface PubSubSubscriber {
+  // biome-ignore lint/suspicious/noExplicitAny: the client's listener types differ per event
+  on(type: string, listener: (data: any) => void): void;
+  unsubscribe(channels?: string[]): Promise<void>;
 }

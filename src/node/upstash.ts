@@ -2,8 +2,9 @@
 // lock needs, batches the requests that start in the same turn, and runs scripts through evalScript.
 import { Redis, type Requester } from "@upstash/redis/cloudflare";
 import { Abandoned, batching, type Outcome, type Send, type Transport } from "./batch.ts";
-import type { NodeConfig, RedlockNode, ScriptClient } from "./node.ts";
+import type { NodeConfig, PubSubSubscriber, RedlockNode, ScriptClient } from "./node.ts";
 import { evalScript, type EvalCommand, type KeyLockingState } from "./run-script.ts";
+import { sseSubscribe, type Subscription } from "./subscribe.ts";
 
 /** @internal How the library configures the `@upstash/redis` clients it builds (see {@link upstashNode}). */
 export const CLIENT_SETTINGS = {
@@ -54,9 +55,16 @@ export function upstashNode(target: NodeConfig | ScriptClient, options: UpstashN
             c.kind === "evalsha" ? target.evalsha(c.script, c.keys, c.args) : target.eval(c.script, c.keys, c.args),
             signal,
           );
+    const subscribe = target.subscribe;
     return {
       label: label ?? "redis",
       run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, { keyLocking }),
+      ...(typeof subscribe === "function"
+        ? {
+            subscribe: (channel: string, onMessage: (payload: string) => void, signal: AbortSignal) =>
+              clientSubscribe(subscribe.call(target, [channel]), onMessage, signal),
+          }
+        : {}),
     };
   }
   const { one, many } = clientTransport(target);
@@ -65,7 +73,32 @@ export function upstashNode(target: NodeConfig | ScriptClient, options: UpstashN
   return {
     label: label ?? new URL(target.url).host,
     run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, { keyLocking }),
+    subscribe: (channel, onMessage, signal) => sseSubscribe(target.url, target.token, channel, onMessage, signal),
   };
+}
+
+/**
+ * A subscription through `@upstash/redis`'s own subscriber: confirmed by its `subscribe` event, ended by
+ * `unsubscribe` when `signal` aborts. Its stream's end cannot be seen (the client only prints a read error), so
+ * `closed` resolves only when the signal aborts; its fetch does not take the signal, so one that never confirms is
+ * unsubscribed (which aborts it) when the signal aborts.
+ */
+function clientSubscribe(
+  subscriber: PubSubSubscriber,
+  onMessage: (payload: string) => void,
+  signal: AbortSignal,
+): Promise<Subscription> {
+  const ended = new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+  const closed = ended.then(() => subscriber.unsubscribe().catch(() => undefined));
+  subscriber.on("message", (event: { message?: unknown }) => onMessage(String(event?.message)));
+  return new Promise((resolve, reject) => {
+    subscriber.on("subscribe", () => resolve({ closed }));
+    subscriber.on("error", (error: unknown) => reject(error));
+    void ended.then(() => reject(signal.reason));
+  });
 }
 
 /** EVAL and EVALSHA over a client the library builds, each request under its own signal. */
