@@ -18,7 +18,12 @@ export function bridgesOf(nodes: ClusterNode[]) {
      * Clears every fault. Not the admin `/reset`: that also forgets the scripts the bridge has seen, so the
      * next EVALSHA of each HTTP implementation would pay a NOSCRIPT and an EVAL inside a measured cycle.
      */
-    clearFaults: () => Promise.all(admins.map((a) => a.faults({ latencyMs: 0, spread: null, hang: false, cut: false, status: null, garbage: null }))),
+    clearFaults: () =>
+      Promise.all(
+        admins.map((a) =>
+          a.faults({ latencyMs: 0, spread: null, hang: false, cut: false, status: null, garbage: null }),
+        ),
+      ),
     resetCounters: () => Promise.all(admins.map((a) => a.resetCounters())),
     /** HTTP requests received by all bridges since the last counter reset, once no request is in flight. */
     async received(): Promise<number> {

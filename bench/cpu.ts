@@ -36,7 +36,9 @@ export async function cpuInProcess(options: ImplOptions, cycles: number): Promis
     };
     const many = async (impl: Impl, n: number, tag: string) => {
       for (let i = 0; i < n; i++) {
-        const held = await Promise.all(Array.from({ length: MANY }, (_, k) => impl.acquire(`cpu20:${tag}:${i}:${k}`, 10_000)));
+        const held = await Promise.all(
+          Array.from({ length: MANY }, (_, k) => impl.acquire(`cpu20:${tag}:${i}:${k}`, 10_000)),
+        );
         await Promise.all(held.map((h) => h.release()));
       }
     };

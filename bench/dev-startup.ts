@@ -37,6 +37,9 @@ for (let i = 0; i < runs; i++) {
 }
 rmSync(dir, { recursive: true, force: true });
 for (const [name, times] of Object.entries(results)) {
-  console.log(`${name.padEnd(14)} ready in ${median(times).toFixed(0)} ms (median of ${runs}; ${times.map((t) => t.toFixed(0)).join(", ")})`);
+  console.log(
+    `${name.padEnd(14)} ready in ${median(times).toFixed(0)} ms ` +
+      `(median of ${runs}; ${times.map((t) => t.toFixed(0)).join(", ")})`,
+  );
 }
 console.log(`dev --memory ÷ dev: ${(median(results["dev --memory"]) / median(results.dev)).toFixed(2)}`);

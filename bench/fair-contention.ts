@@ -1,8 +1,8 @@
-// The `contention` scenario's herd and steady rows (issue 18): 16 clients, each with its own instance of the
+// The `contention` scenario's herd and steady rows (fair waiting): 16 clients, each with its own instance of the
 // implementation, on one key. herd: all start at once, hold 20 ms, once each. steady: all loop
 // acquire (maxWait 3 s) → hold 50 ms → release. Figures against the handover limit, one grant per
 // (hold + two round trips): a release round, then the next holder's acquire round.
-import type { Impl } from "./impl-kit.ts";
+import type { Held, Impl } from "./impl-kit.ts";
 import { percentile } from "./stats.ts";
 
 export const CLIENTS = 16;
@@ -11,7 +11,7 @@ export const STEADY_HOLD_MS = 50;
 export const STEADY_MAX_WAIT_MS = 3_000;
 /**
  * The ttl of these rows. Short on purpose: an acquisition gives up at once when a quorum reports the
- * holder's ttl past its maxWait (issue 17), so a 10 s ttl with maxWait 3 s would measure that rule instead.
+ * holder's ttl past its maxWait, so a 10 s ttl with maxWait 3 s would measure that rule instead.
  */
 export const FAIR_TTL = 2_000;
 
@@ -90,7 +90,7 @@ export async function steady(make: () => Impl, key: string, rttMs: number, durat
     clients.map(async (impl, client) => {
       while (performance.now() < deadline) {
         const asked = performance.now();
-        let held;
+        let held: Held;
         try {
           held = await impl.acquire(key, FAIR_TTL, { wait: STEADY_MAX_WAIT_MS });
         } catch {

@@ -23,13 +23,18 @@ export interface FloorOptions {
  * held once a quorum granted, released everywhere once that cannot happen. Release: resolves once a
  * quorum answered (the library's rule since release is decided at a quorum), the rest run on.
  * @example
- * const floor = await floorImpl(cluster.nodes, { nodeTimeout: 500, retryDelay: 200, retryJitter: 100 }, { batching: true });
+ * const options = { nodeTimeout: 500, retryDelay: 200, retryJitter: 100 };
+ * const floor = await floorImpl(cluster.nodes, options, { batching: true });
  */
 export async function floorImpl(nodes: ClusterNode[], options: ImplOptions, floor: FloorOptions = {}): Promise<Impl> {
   const { loadScripts = true, batching = false, name = batching ? "floor-batched" : "floor" } = floor;
   const [acquireSha, releaseSha] = await Promise.all([scriptShaOf(ACQUIRE.lua), scriptShaOf(RELEASE.lua)]);
   const quorum = Math.floor(nodes.length / 2) + 1;
-  const sends = nodes.map((node) => (batching ? pipelined(node, options.nodeTimeout) : (command: Command) => post(node, "/", command, options.nodeTimeout)));
+  const sends = nodes.map((node) =>
+    batching
+      ? pipelined(node, options.nodeTimeout)
+      : (command: Command) => post(node, "/", command, options.nodeTimeout),
+  );
   for (const send of loadScripts ? sends : []) {
     await send(["script", "load", ACQUIRE.lua]);
     await send(["script", "load", RELEASE.lua]);
@@ -44,16 +49,21 @@ export async function floorImpl(nodes: ClusterNode[], options: ImplOptions, floo
       let answered = 0;
       let settled = 0;
       for (const send of sends) {
-        void script(send, releaseSha, RELEASE.lua, key, [v]).then(
-          () => ++answered === quorum && resolve(),
-          () => null,
-        ).finally(() => ++settled === sends.length && resolve());
+        void script(send, releaseSha, RELEASE.lua, key, [v])
+          .then(
+            () => ++answered === quorum && resolve(),
+            () => null,
+          )
+          .finally(() => ++settled === sends.length && resolve());
       }
     });
   const once = async (key: string, ttl: number): Promise<string> => {
     const v = crypto.randomUUID();
     const grants = sends.map((send) =>
-      script(send, acquireSha, ACQUIRE.lua, key, [v, ttl]).then((r) => Array.isArray(r) && r.length === 1 && r[0] === 1, () => false),
+      script(send, acquireSha, ACQUIRE.lua, key, [v, ttl]).then(
+        (r) => Array.isArray(r) && r.length === 1 && r[0] === 1,
+        () => false,
+      ),
     );
     await decide(grants, quorum, () => release(key, v));
     return v;
@@ -74,7 +84,12 @@ async function post(node: ClusterNode, path: string, body: unknown, timeoutMs: n
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   try {
-    const res = await fetch(node.url + path, { method: "POST", headers: { authorization: `Bearer ${node.token}` }, body: JSON.stringify(body), signal: controller.signal });
+    const res = await fetch(node.url + path, {
+      method: "POST",
+      headers: { authorization: `Bearer ${node.token}` },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
     const reply = (await res.json()) as unknown;
     if (path !== "/") return reply;
     const { result, error } = reply as { result?: unknown; error?: string };
@@ -85,7 +100,9 @@ async function post(node: ClusterNode, path: string, body: unknown, timeoutMs: n
   }
 }
 
-/** A batch is sent once it stopped growing for this many microtask hops (at the latest after 32): the library's rule. */
+/**
+ * A batch is sent once it stopped growing for this many microtask hops (at the latest after 32): the library's rule.
+ */
 const QUIET_HOPS = 2;
 const MAX_HOPS = 32;
 
@@ -101,9 +118,17 @@ function pipelined(node: ClusterNode, timeoutMs: number): Send {
     open = undefined;
     if (batch.length === 1) return post(node, "/", batch[0].command, timeoutMs).then(batch[0].resolve, batch[0].reject);
     try {
-      const replies = (await post(node, "/pipeline", batch.map((m) => m.command), timeoutMs)) as { result?: unknown; error?: string }[];
+      const replies = (await post(
+        node,
+        "/pipeline",
+        batch.map((m) => m.command),
+        timeoutMs,
+      )) as { result?: unknown; error?: string }[];
       if (!Array.isArray(replies) || replies.length !== batch.length) throw new Error("unexpected pipeline reply");
-      batch.forEach((m, i) => (replies[i]?.error === undefined ? m.resolve(replies[i]?.result) : m.reject(new Error(replies[i].error))));
+      batch.forEach((m, i) => {
+        if (replies[i]?.error === undefined) m.resolve(replies[i]?.result);
+        else m.reject(new Error(replies[i].error));
+      });
     } catch (error) {
       for (const m of batch) m.reject(error);
     }

@@ -1,7 +1,8 @@
-// One implementation's healthy cycles in a process of its own: `node bench/healthy-alone-worker.ts <floor|edge-redlock>`,
-// the cluster's nodes as JSON in BENCH_NODES. It warms up, prints `ready`, then for each line `<cycles>` on stdin runs
-// that many cycles and prints `{ cpuUs, samples }` (the process's CPU over them, and each cycle's ms) as one line of
-// JSON; it exits when stdin ends. Driven by bench/healthy-alone.ts, which takes turns between the two children.
+// One implementation's healthy cycles in a process of its own: `node bench/healthy-alone-worker.ts
+// <floor|edge-redlock>`, the cluster's nodes as JSON in BENCH_NODES. It warms up, prints `ready`, then for each line
+// `<cycles>` on stdin runs that many cycles and prints `{ cpuUs, samples }` (the process's CPU over them, and each
+// cycle's ms) as one line of JSON; it exits when stdin ends. Driven by bench/healthy-alone.ts, which takes turns
+// between the two children.
 import { createInterface } from "node:readline";
 import type { ClusterNode } from "../dev/cluster.ts";
 import { edgeRedlockImpl, floorImpl, type ImplOptions } from "./impls.ts";

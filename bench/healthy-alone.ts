@@ -43,8 +43,8 @@ async function child(nodes: ClusterNode[], impl: string) {
 }
 
 /**
- * About `cycles` healthy acquire+release cycles per implementation (floor and edge-redlock), each in a child of its own,
- * in {@link WINDOWS} windows per child taken in turns.
+ * About `cycles` healthy acquire+release cycles per implementation (floor and edge-redlock), each in a child of its
+ * own, in {@link WINDOWS} windows per child taken in turns.
  * @example
  * const figures = await healthyAlone(cluster.nodes, 3_000); // figures.get("edge-redlock")!.cpuUsPerCycle
  */
@@ -67,7 +67,11 @@ export async function healthyAlone(nodes: ClusterNode[], cycles: number): Promis
   const figures = new Map<string, AloneFigures>();
   names.forEach((impl, i) => {
     const { cpuUs, samples } = runs[i];
-    figures.set(impl, { cpuUsPerCycle: cpuUs / samples.length, p50Ms: percentile(samples, 50), p99Ms: percentile(samples, 99) });
+    figures.set(impl, {
+      cpuUsPerCycle: cpuUs / samples.length,
+      p50Ms: percentile(samples, 50),
+      p99Ms: percentile(samples, 99),
+    });
   });
   return figures;
 }

@@ -3,7 +3,16 @@
 // windows of 50 cycles each, order alternating): the full run's healthy CPU ratio moves between runs (1.06
 // to 1.40 on this machine) because each of its windows is ~150 ms of a process shared by six clients.
 import { spawnCluster } from "../dev/cluster-process.ts";
-import { edgeRedlockImpl, floorImpl, nodeRedlockImpl, redisSemaphoreImpl, upstashDirectImpl, upstashLockImpl, type Impl, type ImplOptions } from "./impls.ts";
+import {
+  edgeRedlockImpl,
+  floorImpl,
+  nodeRedlockImpl,
+  redisSemaphoreImpl,
+  upstashDirectImpl,
+  upstashLockImpl,
+  type Impl,
+  type ImplOptions,
+} from "./impls.ts";
 import { previousImpl } from "./previous.ts";
 import { percentile, table } from "./stats.ts";
 
@@ -41,11 +50,19 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 const perCycle = (name: string) => cpu.get(name)! / (ROUNDS * PER_WINDOW);
 const p50 = (name: string) => percentile(samples.get(name)!, 50);
-console.log(`healthy acquire+release, ${ROUNDS} interleaved windows of ${PER_WINDOW} cycles; client CPU of the whole process\n`);
+console.log(
+  `healthy acquire+release, ${ROUNDS} interleaved windows of ${PER_WINDOW} cycles; client CPU of the whole process\n`,
+);
 console.log(
   table(
     ["impl", "cpu µs/cycle", "× floor", "p50 ms", "× floor"],
-    impls.map((impl) => [impl.name, perCycle(impl.name), perCycle(impl.name) / perCycle("floor"), p50(impl.name), p50(impl.name) / p50("floor")]),
+    impls.map((impl) => [
+      impl.name,
+      perCycle(impl.name),
+      perCycle(impl.name) / perCycle("floor"),
+      p50(impl.name),
+      p50(impl.name) / p50("floor"),
+    ]),
   ),
 );
 await cluster.stop();

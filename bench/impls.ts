@@ -33,13 +33,17 @@ export async function upstashDirectImpl(nodes: ClusterNode[], options: ImplOptio
     nextSignal = undefined;
     return reply.finally(() => clearTimeout(timer));
   };
-  const release = (key: string, v: string) => Promise.all(clients.map((c) => call(c, releaseSha, [key], [v]).catch(() => null)));
+  const release = (key: string, v: string) =>
+    Promise.all(clients.map((c) => call(c, releaseSha, [key], [v]).catch(() => null)));
   return {
     name: "upstash-direct",
     async acquire(key, ttl) {
       const v = crypto.randomUUID();
       const grants = clients.map((client) =>
-        call(client, acquireSha, [key], [v, String(ttl), "1"]).then((r) => Array.isArray(r) && r.length === 1 && r[0] === 1, () => false),
+        call(client, acquireSha, [key], [v, String(ttl), "1"]).then(
+          (r) => Array.isArray(r) && r.length === 1 && r[0] === 1,
+          () => false,
+        ),
       );
       await decide(grants, quorum, () => release(key, v));
       return { release: () => release(key, v) };
@@ -49,8 +53,19 @@ export async function upstashDirectImpl(nodes: ClusterNode[], options: ImplOptio
 }
 
 /** This library; `RedlockClass` lets the A/B in `bench/previous.ts` run an earlier version beside it. */
-export function edgeRedlockImpl(nodes: ClusterNode[], options: ImplOptions, name = "edge-redlock", extra: RedlockOptions = {}, RedlockClass: typeof Redlock = Redlock): Impl {
-  const redlock = new RedlockClass(nodes, { nodeTimeout: options.nodeTimeout, retryDelay: options.retryDelay, retryJitter: options.retryJitter, ...extra });
+export function edgeRedlockImpl(
+  nodes: ClusterNode[],
+  options: ImplOptions,
+  name = "edge-redlock",
+  extra: RedlockOptions = {},
+  RedlockClass: typeof Redlock = Redlock,
+): Impl {
+  const redlock = new RedlockClass(nodes, {
+    nodeTimeout: options.nodeTimeout,
+    retryDelay: options.retryDelay,
+    retryJitter: options.retryJitter,
+    ...extra,
+  });
   return {
     name,
     async acquire(key, ttl, { wait = 0 } = {}) {
@@ -68,7 +83,12 @@ export function nodeRedlockImpl(nodes: ClusterNode[], options: ImplOptions): Imp
     client.on("error", () => {});
     return client;
   });
-  const redlock = new NodeRedlock(clients, { retryCount: 0, retryDelay: options.retryDelay, retryJitter: options.retryJitter, driftFactor: 0.01 });
+  const redlock = new NodeRedlock(clients, {
+    retryCount: 0,
+    retryDelay: options.retryDelay,
+    retryJitter: options.retryJitter,
+    driftFactor: 0.01,
+  });
   redlock.on("error", () => {});
   return {
     name: "node-redlock",
@@ -93,7 +113,11 @@ export function nodeRedlockImpl(nodes: ClusterNode[], options: ImplOptions): Imp
  */
 export function redisSemaphoreImpl(nodes: ClusterNode[], options: ImplOptions): Impl {
   const clients = nodes.map((node) => {
-    const client = new IORedis(node.proxyUrl!, { maxRetriesPerRequest: 0, enableOfflineQueue: true, commandTimeout: options.nodeTimeout });
+    const client = new IORedis(node.proxyUrl!, {
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: true,
+      commandTimeout: options.nodeTimeout,
+    });
     client.on("error", () => {});
     return client;
   });
@@ -102,7 +126,12 @@ export function redisSemaphoreImpl(nodes: ClusterNode[], options: ImplOptions): 
     tcp: true,
     acquire: (key, ttl, { wait = 0 } = {}) =>
       retryFor(wait, options, async () => {
-        const mutex = new RedlockMutex(clients, key, { lockTimeout: ttl, acquireAttemptsLimit: 1, refreshInterval: 0, onLockLost: () => {} });
+        const mutex = new RedlockMutex(clients, key, {
+          lockTimeout: ttl,
+          acquireAttemptsLimit: 1,
+          refreshInterval: 0,
+          onLockLost: () => {},
+        });
         if (!(await mutex.tryAcquire())) throw new Error("not acquired");
         return { release: () => mutex.release() };
       }),
@@ -114,14 +143,20 @@ export function redisSemaphoreImpl(nodes: ClusterNode[], options: ImplOptions): 
 
 /** @upstash/lock on one database (node 1) through its bridge: no quorum, for reference. */
 export function upstashLockImpl(nodes: ClusterNode[], options: ImplOptions): Impl {
-  const redis = new UpstashRedis({ url: nodes[0].url, token: nodes[0].token, retry: { retries: 0 }, enableTelemetry: false });
+  const redis = new UpstashRedis({
+    url: nodes[0].url,
+    token: nodes[0].token,
+    retry: { retries: 0 },
+    enableTelemetry: false,
+  });
   return {
     name: "upstash-lock",
     async acquire(key, ttl, { wait = 0 } = {}) {
       const lock = new UpstashLock({ id: key, redis, lease: ttl });
       // @upstash/lock counts every try in `attempts` (0 would never try).
       const attempts = 1 + (wait > 0 ? Math.ceil(wait / Math.max(1, options.retryDelay)) : 0);
-      if (!(await lock.acquire({ lease: ttl, retry: { attempts, delay: options.retryDelay } }))) throw new Error("not acquired");
+      if (!(await lock.acquire({ lease: ttl, retry: { attempts, delay: options.retryDelay } })))
+        throw new Error("not acquired");
       return { release: () => lock.release() };
     },
     close: async () => {},

@@ -28,8 +28,8 @@ export function fakeNodes(count: number): ClusterNode[] {
 /**
  * Replaces the global fetch with one that grants every acquire (`EVALSHA sha 1 key value ttl n`, of any
  * version of the library: `[1]`) and answers 1 to everything shorter and to the current library's releases
- * (a fair lock releases through LEAVE, as long as an acquire), plain or pipelined. `turn`: answer after a macrotask (setImmediate),
- * as a network would, so the requests of concurrent cycles meet in the batches they would meet in.
+ * (a fair lock releases through LEAVE, as long as an acquire), plain or pipelined. `turn`: answer after a macrotask
+ * (setImmediate), as a network would, so the requests of concurrent cycles meet in the batches they would meet in.
  * Returns the fetch it replaced.
  * @example
  * const realFetch = answerInProcess({ turn: true });
@@ -40,7 +40,8 @@ export function answerInProcess(options: { turn?: boolean } = {}): typeof fetch 
   globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const body = JSON.parse(String(init?.body)) as unknown[];
     if (options.turn) await new Promise((r) => setImmediate(r));
-    if (String(input).endsWith("/pipeline")) return Response.json((body as unknown[][]).map((c) => ({ result: answer(c) })));
+    if (String(input).endsWith("/pipeline"))
+      return Response.json((body as unknown[][]).map((c) => ({ result: answer(c) })));
     return Response.json({ result: answer(body) });
   }) as typeof fetch;
   return previous;

@@ -1,4 +1,4 @@
-// The A/B of the healthy scenario: the library as it was at PREVIOUS_COMMIT, run in the same process
+// The A/B of the healthy scenario: the library as it was at a baseline git ref, run in the same process
 // beside the current one. Its src/ is taken from git into .tmp/ (ignored), so it resolves
 // @upstash/redis from this checkout's node_modules.
 import { execFileSync } from "node:child_process";
@@ -10,11 +10,17 @@ import { edgeRedlockImpl, type Impl, type ImplOptions } from "./impls.ts";
 import type { Redlock } from "./lib.ts";
 
 /**
- * The library as it was before the current work: 0296f5b, main before the hot path's CPU work (issue 21).
- * `EDGE_REDLOCK_PREVIOUS=<commit>` picks another (d0ec5ee: before src/ was laid out by concern, issue 16;
- * 7a9cae8: before batching, issue 10).
+ * The default baseline: the last commit, so a run compares the change in the working tree with what it changes.
+ * `--baseline=<ref>` (any git ref: a commit, a tag, `HEAD~5`) or `EDGE_REDLOCK_PREVIOUS=<ref>` picks another, e.g.
+ * the release a change should be compared with.
  */
-export const PREVIOUS_COMMIT = process.env.EDGE_REDLOCK_PREVIOUS || "0296f5b";
+export const DEFAULT_BASELINE = "HEAD";
+
+/** The ref the A/B builds: `--baseline=<ref>`, else `EDGE_REDLOCK_PREVIOUS`, else {@link DEFAULT_BASELINE}. */
+export const BASELINE =
+  process.argv.find((arg) => arg.startsWith("--baseline="))?.slice("--baseline=".length) ||
+  process.env.EDGE_REDLOCK_PREVIOUS ||
+  DEFAULT_BASELINE;
 
 /**
  * `edge-redlock-previous`, or a reason it cannot run here (no git, or a clone without that commit).
@@ -23,17 +29,27 @@ export const PREVIOUS_COMMIT = process.env.EDGE_REDLOCK_PREVIOUS || "0296f5b";
  */
 export async function previousImpl(nodes: ClusterNode[], options: ImplOptions): Promise<Impl | string> {
   const root = fileURLToPath(new URL("..", import.meta.url));
-  const dir = join(root, ".tmp", `edge-redlock-${PREVIOUS_COMMIT}`);
-  const entry = join(dir, "src", "index.ts");
   try {
+    // A ref such as origin/main moves: the copy in .tmp/ is named by the commit it resolves to today.
+    const commit = execFileSync("git", ["rev-parse", "--verify", `${BASELINE}^{commit}`], {
+      cwd: root,
+      stdio: ["ignore", "pipe", "pipe"],
+      encoding: "utf8",
+    }).trim();
+    const dir = join(root, ".tmp", `edge-redlock-${commit}`);
+    const entry = join(dir, "src", "index.ts");
     if (!existsSync(entry)) {
       mkdirSync(dir, { recursive: true });
-      const archive = execFileSync("git", ["archive", PREVIOUS_COMMIT, "src"], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+      const archive = execFileSync("git", ["archive", commit, "src"], {
+        cwd: root,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       execFileSync("tar", ["-x", "-C", dir], { input: archive });
     }
     const previous = (await import(pathToFileURL(entry).href)) as { Redlock: typeof Redlock };
     return edgeRedlockImpl(nodes, options, "edge-redlock-previous", {}, previous.Redlock);
   } catch (error) {
-    return `edge-redlock-previous skipped: ${PREVIOUS_COMMIT} not available (${String((error as Error).message).split("\n")[0]})`;
+    const why = String((error as Error).message).split("\n")[0];
+    return `edge-redlock-previous skipped: ${BASELINE} not available (${why})`;
   }
 }

@@ -15,12 +15,16 @@ interface Profile {
 }
 
 const dir = process.argv[2] ?? ".tmp/prof";
-const files = readdirSync(dir).filter((f) => f.endsWith(".cpuprofile")).map((f) => join(dir, f));
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith(".cpuprofile"))
+  .map((f) => join(dir, f));
 const file = files.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
 const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const selfUs = new Map<number, number>();
-profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+profile.samples.forEach((id, i) => {
+  selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+});
 
 const where = (url: string) => {
   if (!url) return "(native / VM)";
@@ -44,5 +48,12 @@ for (const [id, us] of selfUs) {
   byFunction.set(fn, (byFunction.get(fn) ?? 0) + us);
 }
 const top = (m: Map<string, number>, n: number) =>
-  [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, us]) => `${((100 * us) / busy).toFixed(1).padStart(5)} %  ${k}`).join("\n");
-console.log(`${file}: ${(busy / 1000).toFixed(0)} ms busy\n\nby place\n${top(byPlace, 20)}\n\nby function (self)\n${top(byFunction, 25)}`);
+  [...m]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, us]) => `${((100 * us) / busy).toFixed(1).padStart(5)} %  ${k}`)
+    .join("\n");
+console.log(
+  `${file}: ${(busy / 1000).toFixed(0)} ms busy\n\nby place\n${top(byPlace, 20)}\n\n` +
+    `by function (self)\n${top(byFunction, 25)}`,
+);

@@ -1,5 +1,5 @@
-// `npm run bench:profile -- <impl> [seconds]`, then `node bench/profile-summary.ts .tmp/prof`: the throughput workload (32 concurrent
-// acquire+release cycles on distinct keys) for one implementation, alone, with the client process's CPU
+// `npm run bench:profile -- <impl> [seconds]`, then `node bench/profile-summary.ts .tmp/prof`: the throughput workload
+// (32 concurrent acquire+release cycles on distinct keys) for one implementation, alone, with the client process's CPU
 // next to the wall time, for a CPU profile of where a throughput target goes. impl: edge-redlock |
 // floor-batched | floor | node-redlock.
 // `npm run bench:profile -- <impl> [seconds] --in-process[=one|many|throughput]`: fetch answered in-process
@@ -20,7 +20,9 @@ if (inProcess) {
   answerInProcess({ turn: workload !== "one" });
   const nodes = fakeNodes(5);
   const impl =
-    which === "edge-redlock" ? edgeRedlockImpl(nodes, OPTIONS) : await floorImpl(nodes, OPTIONS, { batching: which === "floor-batched", loadScripts: false });
+    which === "edge-redlock"
+      ? edgeRedlockImpl(nodes, OPTIONS)
+      : await floorImpl(nodes, OPTIONS, { batching: which === "floor-batched", loadScripts: false });
   const cycle = async (key: string) => {
     if (workload === "many") {
       const held = await Promise.all(Array.from({ length: 20 }, (_, k) => impl.acquire(`${key}:${k}`, 10_000)));
@@ -42,7 +44,9 @@ if (inProcess) {
   const cpu = process.cpuUsage();
   const cycles = await run(seconds * 1000);
   const used = process.cpuUsage(cpu);
-  console.log(`${which}, in-process, ${workload}: ${cycles} cycles, ${round((used.user + used.system) / cycles, 1)} µs CPU/cycle`);
+  console.log(
+    `${which}, in-process, ${workload}: ${cycles} cycles, ${round((used.user + used.system) / cycles, 1)} µs CPU/cycle`,
+  );
   process.exit(0);
 }
 
@@ -78,10 +82,14 @@ await run(seconds * 1000, samples);
 const wall = performance.now() - t;
 const used = process.cpuUsage(cpu);
 const received = await bridges.received();
-const pipelines = (await Promise.all(bridges.admins.map((a) => a.state()))).reduce((sum, s) => sum + s.counters.pipelines, 0);
+const pipelines = (await Promise.all(bridges.admins.map((a) => a.state()))).reduce(
+  (sum, s) => sum + s.counters.pipelines,
+  0,
+);
 console.log(
   `${which}: ${round(samples.length / (wall / 1000), 0)} cycles/s, p50 ${round(percentile(samples, 50))} ms, ` +
-    `client CPU ${round((used.user + used.system) / 1000 / wall, 2)} cores (${round((used.user + used.system) / samples.length, 1)} µs/cycle); ` +
+    `client CPU ${round((used.user + used.system) / 1000 / wall, 2)} cores ` +
+    `(${round((used.user + used.system) / samples.length, 1)} µs/cycle); ` +
     `${round(received / samples.length, 3)} HTTP requests/cycle (${pipelines} of ${received} pipelines)`,
 );
 await impl.close();

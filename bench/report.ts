@@ -112,20 +112,27 @@ const COLUMNS: [string, keyof Result][] = [
 const CAPTIONS: Record<string, string> = {
   healthy: "healthy: acquire+release cycles, one at a time (p50/p99 = the cycle; × on p50)",
   "healthy-alone":
-    "healthy-alone: the healthy cycles with each implementation in a process of its own (cpu µs/cycle = that process's; × on p50)",
-  "slow-minority": "slow-minority: 2 of 5 nodes +250 ms; p50/p99 = acquire; baseline = healthy acquire p50 of the same rounds",
+    "healthy-alone: the healthy cycles with each implementation in a process of its own " +
+    "(cpu µs/cycle = that process's; × on p50)",
+  "slow-minority":
+    "slow-minority: 2 of 5 nodes +250 ms; p50/p99 = acquire; baseline = healthy acquire p50 of the same rounds",
   "hung-node": "hung-node: 1 of 5 nodes hung; p50/p99 = acquire",
   contention: "contention: 16 contenders on one key, 5 ms critical section; ops/s = grants/s",
   "contention-herd":
-    "contention-herd: 16 clients (each its own instance) start at once on one key, hold 20 ms, ttl 2 s; ideal = 16 × (hold + 2 RTT)",
+    "contention-herd: 16 clients (each its own instance) start at once on one key, hold 20 ms, ttl 2 s; " +
+    "ideal = 16 × (hold + 2 RTT)",
   "contention-steady":
-    "contention-steady: 16 clients loop acquire (maxWait 3 s, ttl 2 s) → hold 50 ms → release; limit = 1 / (hold + 2 RTT); p99 bound = 1.3 × 15 × (hold + 2 RTT)",
+    "contention-steady: 16 clients loop acquire (maxWait 3 s, ttl 2 s) → hold 50 ms → release; " +
+    "limit = 1 / (hold + 2 RTT); p99 bound = 1.3 × 15 × (hold + 2 RTT)",
   throughput: "throughput: 32 concurrent acquire+release cycles on distinct keys; ops/s = cycles/s",
-  "many-locks": "many-locks: 20 distinct keys acquired with Promise.all, then released; one cycle = all 20 (p50/p99 = the cycle)",
+  "many-locks":
+    "many-locks: 20 distinct keys acquired with Promise.all, then released; one cycle = all 20 (p50/p99 = the cycle)",
   "cpu-in-process":
     "cpu-in-process: the client's CPU alone, fetch answered in-process; cpu µs/cycle = one lock's acquire+release, " +
     "cpu µs/20 locks = 20 acquired with Promise.all, then released (× on one lock)",
-  wan: "wan: one-way 2/12/40/75/120 ms ±20 %, 1 % +200 ms; × on acquire p50; physical-limit = 3rd-fastest PING round trip",
+  wan:
+    "wan: one-way 2/12/40/75/120 ms ±20 %, 1 % +200 ms; × on acquire p50; " +
+    "physical-limit = 3rd-fastest PING round trip",
 };
 
 /** One table per scenario, with the columns that scenario fills. */
@@ -136,7 +143,9 @@ export function render(results: Results): string {
     const columns = COLUMNS.filter(([, key]) => impls.some(([, r]) => r[key] !== undefined));
     const rows = impls.map(([impl, r]) => [impl, ...columns.map(([, key]) => r[key] ?? "")] as (string | number)[]);
     const notes = impls.filter(([, r]) => r.note).map(([impl, r]) => `  ${impl}: ${r.note}`);
-    parts.push([CAPTIONS[name] ?? name, table(["impl", ...columns.map(([header]) => header)], rows), ...notes].join("\n"));
+    parts.push(
+      [CAPTIONS[name] ?? name, table(["impl", ...columns.map(([header]) => header)], rows), ...notes].join("\n"),
+    );
   }
   return parts.join("\n\n");
 }

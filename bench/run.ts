@@ -1,6 +1,7 @@
-// `npm run bench [-- --quick]`: every implementation against the same local five-node cluster, in one run:
-// healthy (with an A/B against the previous library version), slow-minority, hung-node, contention,
-// throughput (with a batched floor), many-locks and wan; then the targets judged on this run's figures.
+// `npm run bench [-- --quick] [--only=<scenarios>] [--baseline=<ref>]`: every implementation against the same
+// local five-node cluster, in one run: healthy (with an A/B against the library at a baseline ref,
+// bench/previous.ts), slow-minority, hung-node, contention, throughput (with a batched floor), many-locks and wan;
+// then the targets judged on this run's figures.
 import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { Redis as IORedis } from "ioredis";
@@ -8,7 +9,16 @@ import { spawnCluster } from "../dev/cluster-process.ts";
 import { bridgesOf } from "./bridges.ts";
 import { cpuInProcess } from "./cpu.ts";
 import { healthyAlone } from "./healthy-alone.ts";
-import { edgeRedlockImpl, floorImpl, nodeRedlockImpl, redisSemaphoreImpl, upstashLockImpl, type Impl, type ImplOptions } from "./impls.ts";
+import {
+  edgeRedlockImpl,
+  floorImpl,
+  nodeRedlockImpl,
+  redisSemaphoreImpl,
+  upstashLockImpl,
+  type Held,
+  type Impl,
+  type ImplOptions,
+} from "./impls.ts";
 import { previousImpl } from "./previous.ts";
 import { addRatios, render, type Result, type Results } from "./report.ts";
 import { percentile, round, table } from "./stats.ts";
@@ -17,11 +27,38 @@ import { applyWan, roundTripImpl } from "./wan.ts";
 import { herd, steady, type Counters } from "./fair-contention.ts";
 
 const quick = process.argv.includes("--quick");
-/** `--only=healthy,hung-node`: run just those scenarios (while working on one; the README's table is from a whole run). */
-const only = process.argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length).split(",");
+/**
+ * `--only=healthy,hung-node`: run just those scenarios (while working on one; the README's table is from a whole run).
+ */
+const only = process.argv
+  .find((arg) => arg.startsWith("--only="))
+  ?.slice("--only=".length)
+  .split(",");
 const SIZE = quick
-  ? { healthy: 60, healthyAlone: 200, slow: 12, hung: 5, contentionMs: 2_000, throughputMs: 2_000, manyLocks: 10, wanRounds: 2, wanCycles: 15, cpuCycles: 2_000 }
-  : { healthy: 1_200, healthyAlone: 3_000, slow: 60, hung: 15, contentionMs: 12_000, throughputMs: 8_000, manyLocks: 60, wanRounds: 4, wanCycles: 50, cpuCycles: 8_000 };
+  ? {
+      healthy: 60,
+      healthyAlone: 200,
+      slow: 12,
+      hung: 5,
+      contentionMs: 2_000,
+      throughputMs: 2_000,
+      manyLocks: 10,
+      wanRounds: 2,
+      wanCycles: 15,
+      cpuCycles: 2_000,
+    }
+  : {
+      healthy: 1_200,
+      healthyAlone: 3_000,
+      slow: 60,
+      hung: 15,
+      contentionMs: 12_000,
+      throughputMs: 8_000,
+      manyLocks: 60,
+      wanRounds: 4,
+      wanCycles: 50,
+      cpuCycles: 8_000,
+    };
 /** Locks taken at once in the many-locks scenario. */
 const MANY = 20;
 const TTL = 10_000;
@@ -29,7 +66,10 @@ const HUNG_CAP_MS = 1_500;
 const OPTIONS: ImplOptions = { nodeTimeout: 500, retryDelay: 200, retryJitter: 100 };
 
 const results: Results = {};
-const record = (scenario: string, impl: string, result: Result) => ((results[scenario] ??= {})[impl] = result);
+const record = (scenario: string, impl: string, result: Result) => {
+  results[scenario] ??= {};
+  results[scenario][impl] = result;
+};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const started = performance.now();
@@ -50,9 +90,9 @@ const impls: Impl[] = [
 ];
 const tuned = edgeRedlockImpl(nodes, { ...OPTIONS, retryDelay: 30, retryJitter: 25 }, "edge-redlock-tuned");
 const floorBatched = await floorImpl(nodes, OPTIONS, { batching: true });
-// The A/B of the healthy scenario: the library before issue 10, in this process.
+// The A/B of the healthy scenario: the library at the baseline ref (bench/previous.ts), in this process.
 const previous = await previousImpl(nodes, OPTIONS);
-if (typeof previous === "string") process.stdout.write(previous + "\n");
+if (typeof previous === "string") process.stdout.write(`${previous}\n`);
 const withPrevious = typeof previous === "string" ? impls : [...impls.slice(0, 2), previous, ...impls.slice(2)];
 const byName = (name: string) => impls.find((impl) => impl.name === name)!;
 
@@ -157,7 +197,11 @@ async function slowMinority(all: Impl[]): Promise<void> {
   for (const impl of all) {
     const s = slow.get(impl.name)!;
     const h = healthy.get(impl.name)!;
-    record("slow-minority", impl.name, { p50Ms: percentile(s, 50), p99Ms: percentile(s, 99), healthyAcquireP50Ms: percentile(h, 50) });
+    record("slow-minority", impl.name, {
+      p50Ms: percentile(s, 50),
+      p99Ms: percentile(s, 99),
+      healthyAcquireP50Ms: percentile(h, 50),
+    });
   }
 }
 
@@ -170,14 +214,23 @@ async function hungNode(impl: Impl): Promise<void> {
   for (let i = 0; i < SIZE.hung; i++) {
     let t = performance.now();
     // Anchors that wait for every node never return here; the cap bounds what they cost the run.
-    const held = await Promise.race([impl.acquire(`hung:${impl.name}:${i}`, TTL), sleep(HUNG_CAP_MS).then(() => undefined)]);
+    const held = await Promise.race([
+      impl.acquire(`hung:${impl.name}:${i}`, TTL),
+      sleep(HUNG_CAP_MS).then(() => undefined),
+    ]);
     acquire.push(performance.now() - t);
     if (!held) {
       acquireCapped++;
       continue;
     }
     t = performance.now();
-    const outcome = await Promise.race([held.release().then(() => "done", () => "done"), sleep(HUNG_CAP_MS).then(() => "capped")]);
+    const outcome = await Promise.race([
+      held.release().then(
+        () => "done",
+        () => "done",
+      ),
+      sleep(HUNG_CAP_MS).then(() => "capped"),
+    ]);
     if (outcome === "capped") capped++;
     release.push(performance.now() - t);
   }
@@ -188,8 +241,15 @@ async function hungNode(impl: Impl): Promise<void> {
     p99Ms: percentile(acquire, 99),
     releaseP50Ms: percentile(release, 50),
     releaseP99Ms: percentile(release, 99),
-    ...(capped ? { capped, note: `release never returned in ${capped}/${SIZE.hung} cycles: cut at ${HUNG_CAP_MS} ms` } : {}),
-    ...(acquireCapped ? { capped: acquireCapped, note: `acquire never returned in ${acquireCapped}/${SIZE.hung} cycles: cut at ${HUNG_CAP_MS} ms` } : {}),
+    ...(capped
+      ? { capped, note: `release never returned in ${capped}/${SIZE.hung} cycles: cut at ${HUNG_CAP_MS} ms` }
+      : {}),
+    ...(acquireCapped
+      ? {
+          capped: acquireCapped,
+          note: `acquire never returned in ${acquireCapped}/${SIZE.hung} cycles: cut at ${HUNG_CAP_MS} ms`,
+        }
+      : {}),
   });
 }
 
@@ -201,7 +261,7 @@ async function contention(impl: Impl): Promise<void> {
   const contender = async () => {
     while (performance.now() < deadline) {
       const wait = deadline - performance.now();
-      let held;
+      let held: Held;
       try {
         held = await impl.acquire(key, TTL, { wait });
       } catch {
@@ -266,7 +326,10 @@ async function throughput(all: Impl[]): Promise<void> {
 /** 20 distinct keys acquired with Promise.all, then released with Promise.all; one cycle at a time. */
 async function manyLocks(impl: Impl): Promise<void> {
   const all = (c: string) => Array.from({ length: MANY }, (_, k) => `many:${impl.name}:${c}:${k}`);
-  for (let w = 0; w < 3; w++) await Promise.all((await Promise.all(all(`warm${w}`).map((key) => impl.acquire(key, TTL)))).map((h) => h.release()));
+  for (let w = 0; w < 3; w++)
+    await Promise.all(
+      (await Promise.all(all(`warm${w}`).map((key) => impl.acquire(key, TTL)))).map((h) => h.release()),
+    );
   const cycles: number[] = [];
   const acquires: number[] = [];
   let cpuUs = 0;
@@ -291,7 +354,9 @@ async function manyLocks(impl: Impl): Promise<void> {
   });
 }
 
-/** The client's own CPU for one lock and for 20, fetch answered in-process (bench/cpu.ts): last, nothing else in flight. */
+/**
+ * The client's own CPU for one lock and for 20, fetch answered in-process (bench/cpu.ts): last, nothing else in flight.
+ */
 async function cpuScenario(): Promise<void> {
   for (const [impl, f] of await cpuInProcess(OPTIONS, SIZE.cpuCycles))
     record("cpu-in-process", impl, { cpuUsPerCycle: f.oneLockUs, cpuUsPer20Locks: f.twentyLocksUs });
@@ -381,7 +446,10 @@ async function fairContention(): Promise<void> {
   for (const [name, make] of makers) {
     record("contention-herd", name, { ...(await herd(make, `herd:${name}`, rtt, counters)), rttMs: rtt });
     await sleep(200);
-    record("contention-steady", name, { ...(await steady(make, `steady:${name}`, rtt, SIZE.contentionMs, counters)), rttMs: rtt });
+    record("contention-steady", name, {
+      ...(await steady(make, `steady:${name}`, rtt, SIZE.contentionMs, counters)),
+      rttMs: rtt,
+    });
     await sleep(200);
   }
 }
@@ -410,7 +478,16 @@ try {
   await timed("many-locks", async () => {
     for (const impl of [...impls.slice(0, 1), floorBatched, ...impls.slice(1)]) await manyLocks(impl);
   });
-  await timed("wan", () => wan([roundTripImpl(nodes), byName("floor"), byName("edge-redlock"), byName("node-redlock"), byName("upstash-lock"), byName("redis-semaphore")]));
+  await timed("wan", () =>
+    wan([
+      roundTripImpl(nodes),
+      byName("floor"),
+      byName("edge-redlock"),
+      byName("node-redlock"),
+      byName("upstash-lock"),
+      byName("redis-semaphore"),
+    ]),
+  );
   await timed("cpu-in-process", cpuScenario);
 } finally {
   await Promise.all([...impls, tuned, floorBatched].map((impl) => impl.close()));
@@ -418,23 +495,53 @@ try {
   await cluster.stop();
 }
 
-
 addRatios(results);
-const machine = { cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, memoryGiB: round(totalmem() / 2 ** 30, 1), node: process.version, platform: `${process.platform}-${process.arch}` };
-process.stdout.write(render(results) + "\n");
+const machine = {
+  cpu: cpus()[0]?.model ?? "unknown",
+  cores: cpus().length,
+  memoryGiB: round(totalmem() / 2 ** 30, 1),
+  node: process.version,
+  platform: `${process.platform}-${process.arch}`,
+};
+process.stdout.write(`${render(results)}\n`);
 const judged = verdicts(results);
 process.stdout.write(
   "\ntargets (edge-redlock, ratios from this run)\n" +
-    table(["target", "measured", "bound", "met"], judged.map((v) => [v.target, v.value.toFixed(3), v.bound, v.met ? "yes" : "NO"])) +
+    table(
+      ["target", "measured", "bound", "met"],
+      judged.map((v) => [v.target, v.value.toFixed(3), v.bound, v.met ? "yes" : "NO"]),
+    ) +
     "\n",
 );
-for (const scenario of Object.values(results)) for (const r of Object.values(scenario)) for (const k of Object.keys(r) as (keyof Result)[]) if (typeof r[k] === "number") (r as Record<string, unknown>)[k] = round(r[k] as number, 3);
+for (const scenario of Object.values(results))
+  for (const r of Object.values(scenario))
+    for (const k of Object.keys(r) as (keyof Result)[])
+      if (typeof r[k] === "number") (r as Record<string, unknown>)[k] = round(r[k] as number, 3);
 const seconds = round((performance.now() - started) / 1000, 1);
-process.stdout.write(`\nscenario seconds: ${Object.entries(timings).map(([k, v]) => `${k} ${v}`).join(", ")}\n`);
+process.stdout.write(
+  `\nscenario seconds: ${Object.entries(timings)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(", ")}\n`,
+);
 if (only) {
   process.stdout.write(`--only: bench/results.json left as it was (${seconds} s)\n`);
 } else {
-  writeFileSync("bench/results.json", JSON.stringify({ machine, date: new Date().toISOString(), quick, seconds, scenarioSeconds: timings, scenarios: results, targets: judged }, null, 2) + "\n");
+  writeFileSync(
+    "bench/results.json",
+    `${JSON.stringify(
+      {
+        machine,
+        date: new Date().toISOString(),
+        quick,
+        seconds,
+        scenarioSeconds: timings,
+        scenarios: results,
+        targets: judged,
+      },
+      null,
+      2,
+    )}\n`,
+  );
   process.stdout.write(`wrote bench/results.json (${quick ? "quick" : "full"} run, ${seconds} s)\n`);
 }
 process.exit(0);

@@ -37,11 +37,16 @@ try {
   const rows: string[][] = [];
   const two = await cpuPerCycle([floor, edge], "two");
   const three = await cpuPerCycle([floor, edge, await upstashDirectImpl(cluster.nodes, OPTIONS)], "three");
-  for (const [label, cpu] of [["floor + edge-redlock", two], ["floor + edge-redlock + upstash-direct", three]] as const) {
+  for (const [label, cpu] of [
+    ["floor + edge-redlock", two],
+    ["floor + edge-redlock + upstash-direct", three],
+  ] as const) {
     const base = cpu.get("floor") ?? Number.NaN;
     for (const [impl, us] of cpu) rows.push([label, impl, us.toFixed(0), (us / base).toFixed(3)]);
   }
-  console.log(`healthy acquire+release, ${WINDOWS} interleaved windows of ${PER_WINDOW} cycles; client CPU of this process\n`);
+  console.log(
+    `healthy acquire+release, ${WINDOWS} interleaved windows of ${PER_WINDOW} cycles; client CPU of this process\n`,
+  );
   console.log(table(["process holds", "impl", "cpu µs/cycle", "× floor"], rows));
 } finally {
   await cluster.stop();

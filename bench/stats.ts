@@ -11,7 +11,10 @@ export const round = (n: number, digits = 2): number => (Number.isFinite(n) ? Nu
 
 /** Renders rows as a fixed-width text table. */
 export function table(header: string[], rows: (string | number)[][]): string {
-  const cells = [header, ...rows.map((row) => row.map((cell) => (typeof cell === "number" ? String(round(cell)) : cell)))];
+  const cells = [
+    header,
+    ...rows.map((row) => row.map((cell) => (typeof cell === "number" ? String(round(cell)) : cell))),
+  ];
   const widths = header.map((_, i) => Math.max(...cells.map((row) => String(row[i] ?? "").length)));
   const line = (row: (string | number)[]) => row.map((cell, i) => String(cell ?? "").padEnd(widths[i])).join("  ");
   return [line(cells[0]), widths.map((w) => "-".repeat(w)).join("  "), ...cells.slice(1).map(line)].join("\n");

@@ -19,7 +19,11 @@ export const WAN_SPREAD = { jitter: 0.2, stallChance: 0.01, stallMs: 200 } as co
  * await applyWan(bridges, 3);
  */
 export function applyWan(bridges: Bridges, seed: number): Promise<unknown> {
-  return Promise.all(bridges.admins.map((a, i) => a.faults({ latencyMs: 2 * WAN_ONE_WAY_MS[i], spread: { ...WAN_SPREAD, seed: seed * 16 + i } })));
+  return Promise.all(
+    bridges.admins.map((a, i) =>
+      a.faults({ latencyMs: 2 * WAN_ONE_WAY_MS[i], spread: { ...WAN_SPREAD, seed: seed * 16 + i } }),
+    ),
+  );
 }
 
 /**
@@ -33,14 +37,19 @@ export function applyWan(bridges: Bridges, seed: number): Promise<unknown> {
 export function roundTripImpl(nodes: ClusterNode[]): Impl {
   const quorum = Math.floor(nodes.length / 2) + 1;
   const ping = (node: ClusterNode) =>
-    fetch(node.url, { method: "POST", headers: { authorization: `Bearer ${node.token}` }, body: '["ping"]' }).then((r) => r.json());
+    fetch(node.url, { method: "POST", headers: { authorization: `Bearer ${node.token}` }, body: '["ping"]' }).then(
+      (r) => r.json(),
+    );
   const round = () =>
     new Promise<void>((resolve) => {
       let answered = 0;
       let settled = 0;
       for (const node of nodes) {
         void ping(node)
-          .then(() => ++answered === quorum && resolve(), () => null)
+          .then(
+            () => ++answered === quorum && resolve(),
+            () => null,
+          )
           .finally(() => ++settled === nodes.length && resolve());
       }
     });

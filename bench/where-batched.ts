@@ -15,25 +15,39 @@ const CONCURRENCY = 32;
  * @example
  * console.table(await batchedSplit(nodes, OPTIONS, 40_000));
  */
-export async function batchedSplit(nodes: ClusterNode[], options: ImplOptions, cycles: number): Promise<[string, number][]> {
+export async function batchedSplit(
+  nodes: ClusterNode[],
+  options: ImplOptions,
+  cycles: number,
+): Promise<[string, number][]> {
   // An acquire (classic, or fair as the library sends it by default) is granted; anything else is a release.
   const acquireShas = new Set([await scriptShaOf(ACQUIRE.lua), await scriptShaOf(FAIR_ACQUIRE.lua)]);
   const answer = (command: unknown[]) => (acquireShas.has(command[1] as string) ? [1] : 1);
   globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const body = JSON.parse(String(init?.body)) as unknown[];
     await new Promise((r) => setImmediate(r));
-    if (String(input).endsWith("/pipeline")) return Response.json((body as unknown[][]).map((c) => ({ result: answer(c) })));
+    if (String(input).endsWith("/pipeline"))
+      return Response.json((body as unknown[][]).map((c) => ({ result: answer(c) })));
     return Response.json({ result: answer(body) });
   }) as typeof fetch;
 
-  const instant: RedlockNode[] = nodes.map((_, i) => ({ label: `n${i}`, run: async (script) => (script.name.endsWith("acquire") ? [1] : 1) }));
+  const instant: RedlockNode[] = nodes.map((_, i) => ({
+    label: `n${i}`,
+    run: async (script) => (script.name.endsWith("acquire") ? [1] : 1),
+  }));
   const core = new Redlock(instant, { nodeTimeout: options.nodeTimeout });
   const transports = nodes.map((node) => upstashNode({ url: node.url, token: node.token }));
   const parts: [string, (key: string) => Promise<unknown>][] = [];
-  for (const impl of [await floorImpl(nodes, options, { batching: true, loadScripts: false }), edgeRedlockImpl(nodes, options)] as Impl[]) {
+  for (const impl of [
+    await floorImpl(nodes, options, { batching: true, loadScripts: false }),
+    edgeRedlockImpl(nodes, options),
+  ] as Impl[]) {
     parts.push([impl.name, async (key) => (await impl.acquire(key, 10_000)).release()]);
   }
-  parts.push(["library core only (nodes answer at once)", async (key) => (await core.acquire([key], 10_000, { retryCount: 0 })).release()]);
+  parts.push([
+    "library core only (nodes answer at once)",
+    async (key) => (await core.acquire([key], 10_000, { retryCount: 0 })).release(),
+  ]);
   parts.push([
     "library transport only (all 5 nodes, no quorum)",
     async (key) => {

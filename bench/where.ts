@@ -21,16 +21,22 @@ let replied: number[] = [];
 const fetchOf = globalThis.fetch;
 globalThis.fetch = ((input: RequestInfo | URL, init?: RequestInit) => {
   sent.push(performance.now());
-  return fetchOf(input, init).then((res) => (replied.push(performance.now()), res));
+  return fetchOf(input, init).then((res) => {
+    replied.push(performance.now());
+    return res;
+  });
 }) as typeof fetch;
 
 const cluster = await spawnCluster({ nodes: 5 });
 const edge = edgeRedlockImpl(cluster.nodes, OPTIONS);
 const impls: Impl[] = [await floorImpl(cluster.nodes, OPTIONS), await upstashDirectImpl(cluster.nodes, OPTIONS), edge];
-for (const impl of [edge, ...impls]) for (let i = 0; i < 100; i++) await (await impl.acquire(`warm:${impl.name}:${i}`, 10_000)).release();
+for (const impl of [edge, ...impls])
+  for (let i = 0; i < 100; i++) await (await impl.acquire(`warm:${impl.name}:${i}`, 10_000)).release();
 
 type Parts = { toLastSent: number[]; network: number[]; afterQuorum: number[]; acquire: number[]; cpuUs: number };
-const parts = new Map<string, Parts>(impls.map((impl) => [impl.name, { toLastSent: [], network: [], afterQuorum: [], acquire: [], cpuUs: 0 }]));
+const parts = new Map<string, Parts>(
+  impls.map((impl) => [impl.name, { toLastSent: [], network: [], afterQuorum: [], acquire: [], cpuUs: 0 }]),
+);
 for (let round = 0; round < ROUNDS; round++) {
   for (const impl of round % 2 ? [...impls].reverse() : impls) {
     const p = parts.get(impl.name)!;
@@ -60,9 +66,25 @@ const floor = parts.get("floor")!;
 console.log(`${n} acquires each, interleaved; p50 ms (reply = response headers in)\n`);
 console.log(
   table(
-    ["impl", "call → last request sent", "→ quorum-th reply", "→ lock held", "acquire", "× floor", "CPU µs/cycle", "× floor"],
+    [
+      "impl",
+      "call → last request sent",
+      "→ quorum-th reply",
+      "→ lock held",
+      "acquire",
+      "× floor",
+      "CPU µs/cycle",
+      "× floor",
+    ],
     [...parts].map(([name, p]) => [
-      name, ms(p.toLastSent), ms(p.network), ms(p.afterQuorum), ms(p.acquire), ms(p.acquire) / ms(floor.acquire), p.cpuUs / n, p.cpuUs / floor.cpuUs,
+      name,
+      ms(p.toLastSent),
+      ms(p.network),
+      ms(p.afterQuorum),
+      ms(p.acquire),
+      ms(p.acquire) / ms(floor.acquire),
+      p.cpuUs / n,
+      p.cpuUs / floor.cpuUs,
     ]),
   ),
 );
@@ -110,6 +132,9 @@ console.log(
 );
 
 const SPLIT_CYCLES = 40_000;
-console.log(`\nthe throughput workload (${SPLIT_CYCLES} cycles, 32 at once, one pipeline per node per turn), fetch answered in-process\n`);
+console.log(
+  `\nthe throughput workload (${SPLIT_CYCLES} cycles, 32 at once, one pipeline per node per turn), ` +
+    "fetch answered in-process\n",
+);
 console.log(table(["part", "CPU µs/cycle"], await batchedSplit(fakeNodes, OPTIONS, SPLIT_CYCLES)));
 process.exit(0);

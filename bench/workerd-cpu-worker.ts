@@ -22,7 +22,8 @@ const networkFetch = globalThis.fetch;
 const answered: typeof fetch = async (input, init) => {
   const body = JSON.parse(String(init?.body)) as unknown[];
   const answer = (command: unknown[]) => (command.length >= 6 ? [1] : 1);
-  if (String(input).endsWith("/pipeline")) return Response.json((body as unknown[][]).map((c) => ({ result: answer(c) })));
+  if (String(input).endsWith("/pipeline"))
+    return Response.json((body as unknown[][]).map((c) => ({ result: answer(c) })));
   return Response.json({ result: answer(body) });
 };
 
@@ -42,7 +43,9 @@ export default {
       }
     } else if (url.pathname === "/many") {
       for (let i = 0; i < n; i++) {
-        const locks = await Promise.all(Array.from({ length: 20 }, (_, k) => redlock!.acquire([`${tag}:${i}:${k}`], 10_000)));
+        const locks = await Promise.all(
+          Array.from({ length: 20 }, (_, k) => redlock!.acquire([`${tag}:${i}:${k}`], 10_000)),
+        );
         const results = await Promise.all(locks.map((lock) => lock.release()));
         await Promise.all(results.map((r) => r.pending));
       }

@@ -93,11 +93,20 @@ await cluster.stop();
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const empty = mean(samples.get("empty invocation")!);
-console.log(`workerd process CPU per invocation (all threads), ${INVOCATIONS} invocations each in ${ROUNDS} interleaved rounds; ms\n`);
+console.log(
+  `workerd process CPU per invocation (all threads), ${INVOCATIONS} invocations ` +
+    `each in ${ROUNDS} interleaved rounds; ms\n`,
+);
 console.log(
   table(
     ["invocation", "mean ms", "p50 ms", "minus empty ms", "of the free plan's 10 ms"],
-    [...samples].map(([name, xs]) => [name, mean(xs), percentile(xs, 50), mean(xs) - empty, `${(((mean(xs) - empty) / 10) * 100).toFixed(1)} %`]),
+    [...samples].map(([name, xs]) => [
+      name,
+      mean(xs),
+      percentile(xs, 50),
+      mean(xs) - empty,
+      `${(((mean(xs) - empty) / 10) * 100).toFixed(1)} %`,
+    ]),
   ),
 );
 process.exit(0);

@@ -28,7 +28,14 @@ export class Bed {
   /** When the last logged fault's window ends (a client stall's window outlasts its message). */
   #quietAt = 0;
 
-  constructor(options: { cluster: Cluster; pool: ClientPool; nodes: number; ttl: number; unsafeRestart: boolean; write: (record: ChaosRecord) => void }) {
+  constructor(options: {
+    cluster: Cluster;
+    pool: ClientPool;
+    nodes: number;
+    ttl: number;
+    unsafeRestart: boolean;
+    write: (record: ChaosRecord) => void;
+  }) {
     this.cluster = options.cluster;
     this.pool = options.pool;
     this.nodes = options.nodes;
@@ -134,13 +141,21 @@ export class Bed {
     } finally {
       this.partitioned = false;
     }
-    this.write({ type: "fault", kind: fault.kind as FaultKind, target: describeCuts(groups), at: began, until: sharedNow(), cuts });
+    this.write({
+      type: "fault",
+      kind: fault.kind as FaultKind,
+      target: describeCuts(groups),
+      at: began,
+      until: sharedNow(),
+      cuts,
+    });
   }
 
   /** Cuts (or heals) each group's clients' links to the group's nodes; a scenario logs the cuts itself. */
   cut(groups: CutGroup[], cut: boolean): void {
     for (const group of groups) {
-      for (const client of group.clients) for (const node of group.nodes) this.cluster.bridges[node].setLinkFaults(linkName(client), { cut });
+      for (const client of group.clients)
+        for (const node of group.nodes) this.cluster.bridges[node].setLinkFaults(linkName(client), { cut });
     }
   }
 }

@@ -20,11 +20,17 @@ export interface ResourceReport {
   sections: number;
   /** The most holders within validity at one moment. */
   maxHolders: number;
-  /** Limit 1: pairs of sections that overlapped within validity. Limit > 1: sections that began while `limit` others were valid. */
+  /**
+   * Limit 1: pairs of sections that overlapped within validity. Limit > 1: sections that began while `limit` others
+   * were valid.
+   */
   excess: number;
   /** Limit > 1: the first few moments with more than `limit` valid holders, each holder named. */
   excessExamples: string[];
-  /** A read-write lock: `excess` counts reader/writer and writer/writer pairs valid at once; `maxHolders` the most readers. */
+  /**
+   * A read-write lock: `excess` counts reader/writer and writer/writer pairs valid at once; `maxHolders` the most
+   * readers.
+   */
   readWrite?: boolean;
 }
 
@@ -44,7 +50,10 @@ export interface Report {
   /** Pairs of critical sections of one mutex that overlapped while both were within their validity. */
   overlaps: number;
   overlapExamples: string[];
-  /** Sections that began while the client's solid partitions left it fewer nodes than a quorum for its whole acquisition. */
+  /**
+   * Sections that began while the client's solid partitions left it fewer nodes than a quorum for its whole
+   * acquisition.
+   */
   minorityGrants: number;
   minorityExamples: string[];
   /** Client crashes; those inside a critical section; those judged for the lock coming free again. */
@@ -59,7 +68,10 @@ export interface Report {
   /** Targeted-nemesis scenarios run, and those that found a holder on exactly a quorum and crashed a node of it. */
   nemesisRuns: number;
   nemesisStruck: number;
-  /** Semaphore-windows scenarios run, and the most permits one of them saw held on a quorum at one TCP look (its own record). */
+  /**
+   * Semaphore-windows scenarios run, and the most permits one of them saw held on a quorum at one TCP look (its own
+   * record).
+   */
   windowsRuns: number;
   windowsMostSeen: number | undefined;
   /** Writes accepted although a newer token had already been recorded by the store. */
@@ -100,7 +112,8 @@ export function check(records: ChaosRecord[]): Report {
   const start = records.find((r) => r.type === "start");
   const final = records.find((r) => r.type === "final");
   const stop = records.find((r) => r.type === "stop");
-  const specs: ResourceSpec[] = start?.type === "start" && start.resources?.length ? start.resources : [DEFAULT_RESOURCE];
+  const specs: ResourceSpec[] =
+    start?.type === "start" && start.resources?.length ? start.resources : [DEFAULT_RESOURCE];
   const ttl = start?.type === "start" ? start.ttl : 0;
   const nodes = (start?.type === "start" ? start.nodes : undefined) ?? 5;
   const freeBoundMs = ttl + ((start?.type === "start" ? start.freeSlackMs : undefined) ?? 1_000);
@@ -128,7 +141,8 @@ export function check(records: ChaosRecord[]): Report {
         // Readers overlap freely; a writer overlaps nobody within validity.
         const conflicts = valid.filter((v) => v.mode === "write" || s.mode === "write");
         excess += conflicts.length;
-        for (const a of conflicts) if (excessExamples.length < 3) excessExamples.push(describeOverlap(a, s, validEnd(a), faultRecords));
+        for (const a of conflicts)
+          if (excessExamples.length < 3) excessExamples.push(describeOverlap(a, s, validEnd(a), faultRecords));
         if (s.mode === "read") maxHolders = Math.max(maxHolders, valid.filter((v) => v.mode === "read").length + 1);
         valid.push(s);
         continue;
@@ -136,7 +150,8 @@ export function check(records: ChaosRecord[]): Report {
       maxHolders = Math.max(maxHolders, valid.length + 1);
       if (spec.limit === 1) {
         excess += valid.length;
-        for (const a of valid) if (overlapExamples.length < 3) overlapExamples.push(describeOverlap(a, s, validEnd(a), faultRecords));
+        for (const a of valid)
+          if (overlapExamples.length < 3) overlapExamples.push(describeOverlap(a, s, validEnd(a), faultRecords));
       } else if (valid.length >= spec.limit) {
         excess++;
         if (excessExamples.length < 3) excessExamples.push(describeExcess([...valid, s], validEnd, faultRecords));
@@ -145,7 +160,15 @@ export function check(records: ChaosRecord[]): Report {
     }
     if (spec.limit === 1 && !spec.readWrite) overlaps += excess;
     const sectionCount = sections.filter((s) => s.resource === spec.name).length;
-    return { name: spec.name, limit: spec.limit, sections: sectionCount, maxHolders, excess, excessExamples, ...(spec.readWrite ? { readWrite: true } : {}) };
+    return {
+      name: spec.name,
+      limit: spec.limit,
+      sections: sectionCount,
+      maxHolders,
+      excess,
+      excessExamples,
+      ...(spec.readWrite ? { readWrite: true } : {}),
+    };
   });
 
   // A grant needs a quorum: no section may begin while its client was cut off from more than N − quorum
@@ -160,7 +183,10 @@ export function check(records: ChaosRecord[]): Report {
     if (nodes - lost.size >= quorum) continue;
     minorityGrants++;
     if (minorityExamples.length < 3) {
-      minorityExamples.push(`client ${s.client} (${label(s)}) acquired at ${fmt(s.start)} although nodes ${[...lost].sort().join(",")} were cut off from it since before it called acquire at ${fmt(s.acquireCalled)}`);
+      minorityExamples.push(
+        `client ${s.client} (${label(s)}) acquired at ${fmt(s.start)} although nodes ${[...lost].sort().join(",")} ` +
+          `were cut off from it since before it called acquire at ${fmt(s.acquireCalled)}`,
+      );
     }
   }
 
@@ -186,7 +212,9 @@ export function check(records: ChaosRecord[]): Report {
       (final === undefined || final.at > deadline);
     if (!quiet) continue;
     crashesJudged++;
-    const next = sections.filter((s) => s !== cut && s.resource === cut.resource && s.start >= cut.start).sort((a, b) => a.start - b.start)[0];
+    const next = sections
+      .filter((s) => s !== cut && s.resource === cut.resource && s.start >= cut.start)
+      .sort((a, b) => a.start - b.start)[0];
     if (!next || next.start > deadline) locksNotFreed++;
     else slowestFreeMs = Math.max(slowestFreeMs ?? 0, next.start - cut.start);
   }
@@ -202,7 +230,10 @@ export function check(records: ChaosRecord[]): Report {
     const times = reads.map((r) => r.readDone);
     const newest: bigint[] = [];
     // Every mutex section carries a fencing token (BigInt of a missing one throws: a broken log).
-    for (const r of reads) newest.push(newest.length && newest[newest.length - 1] > BigInt(r.fence!) ? newest[newest.length - 1] : BigInt(r.fence!));
+    for (const r of reads)
+      newest.push(
+        newest.length && newest[newest.length - 1] > BigInt(r.fence!) ? newest[newest.length - 1] : BigInt(r.fence!),
+      );
     for (const w of mine) {
       if (w.writeAccepted !== true || w.writeSent === undefined) continue;
       const before = countBelow(times, w.writeSent);
@@ -222,13 +253,19 @@ export function check(records: ChaosRecord[]): Report {
     const accepted = mine.filter((s) => s.done?.writeAccepted === true);
     // Unknown: the store call failed, or the client crashed (or was cut off) before it reported.
     const unknown = mine.filter((s) => (s.done ? s.done.error !== undefined && s.done.readAccepted : true)).length;
-    const counter = final?.type === "final" ? (final.counters?.[name] ?? (name === specs[0].name ? final.counter : undefined)) : undefined;
+    const counter =
+      final?.type === "final"
+        ? (final.counters?.[name] ?? (name === specs[0].name ? final.counter : undefined))
+        : undefined;
     acceptedWrites += accepted.length;
     unknownWrites += unknown;
     if (counter !== undefined) {
       finalCounter = (finalCounter ?? 0) + counter;
       lostUpdates += Math.max(0, accepted.length - counter);
-      if (counter > accepted.length + unknown) counterViolations.push(`counter of ${name} ${counter} exceeds accepted writes ${accepted.length} + unknown ${unknown}`);
+      if (counter > accepted.length + unknown)
+        counterViolations.push(
+          `counter of ${name} ${counter} exceeds accepted writes ${accepted.length} + unknown ${unknown}`,
+        );
     }
     const written = accepted.map((s) => (s.done!.read ?? 0) + 1);
     duplicateValues += written.length - new Set(written).size;
@@ -246,21 +283,36 @@ export function check(records: ChaosRecord[]): Report {
   const windowsMostSeen = windows.length ? Math.max(...windows.map((f) => f.heldOn?.length ?? 0)) : undefined;
   // Stalls are judged by the fenced counter: only those of clients that held a mutex.
   const mutexClients = new Set(guarded.map((s) => s.client));
-  const mutexStalls = faultRecords.filter((f) => f.kind === "client-stall" && mutexClients.has(Number(f.target.replace("client ", "")))).length;
+  const mutexStalls = faultRecords.filter(
+    (f) => f.kind === "client-stall" && mutexClients.has(Number(f.target.replace("client ", ""))),
+  ).length;
   const violations: string[] = [];
   if (overlaps > 0) violations.push(`${overlaps} overlapping critical section pair(s) within validity`);
-  for (const r of resources) if (r.readWrite && r.excess > 0) violations.push(`${r.name}: ${r.excess} reader/writer or writer/writer pair(s) valid at once`);
-  for (const r of resources) if (r.limit > 1 && r.excess > 0) violations.push(`${r.name}: more than ${r.limit} holders within validity at once (${r.excess} time(s), up to ${r.maxHolders})`);
-  if (minorityGrants > 0) violations.push(`${minorityGrants} section(s) began while the client reached only a minority of the nodes`);
+  for (const r of resources)
+    if (r.readWrite && r.excess > 0)
+      violations.push(`${r.name}: ${r.excess} reader/writer or writer/writer pair(s) valid at once`);
+  for (const r of resources)
+    if (r.limit > 1 && r.excess > 0)
+      violations.push(
+        `${r.name}: more than ${r.limit} holders within validity at once (${r.excess} time(s), up to ${r.maxHolders})`,
+      );
+  if (minorityGrants > 0)
+    violations.push(`${minorityGrants} section(s) began while the client reached only a minority of the nodes`);
   if (staleAccepted > 0) violations.push(`${staleAccepted} stale write(s) accepted`);
-  if (lostUpdates > 0 || duplicateValues > 0) violations.push(`lost updates: ${lostUpdates} (values written twice: ${duplicateValues})`);
+  if (lostUpdates > 0 || duplicateValues > 0)
+    violations.push(`lost updates: ${lostUpdates} (values written twice: ${duplicateValues})`);
   violations.push(...counterViolations);
-  if (fenceRegressions > 0) violations.push(`${fenceRegressions} fencing token(s) not larger than the previous holder's`);
+  if (fenceRegressions > 0)
+    violations.push(`${fenceRegressions} fencing token(s) not larger than the previous holder's`);
   if (final === undefined) violations.push("no final state recorded");
-  if (mutexStalls >= 3 && staleRejected === 0) violations.push("client stalls were injected but no stale read or write was refused");
-  if (locksNotFreed > 0) violations.push(`${locksNotFreed} crashed holder(s)' lock not taken again within ttl + ${freeBoundMs - ttl} ms`);
-  if (crashes.some((c) => c.reason === "nemesis") && crashesJudged === 0) violations.push("clients were crashed mid-section but no crash could be judged (lock free again within its ttl)");
-  if (nemesis.length > 0 && nemesisStruck === 0) violations.push("the targeted nemesis ran but never struck (no holder on exactly a quorum)");
+  if (mutexStalls >= 3 && staleRejected === 0)
+    violations.push("client stalls were injected but no stale read or write was refused");
+  if (locksNotFreed > 0)
+    violations.push(`${locksNotFreed} crashed holder(s)' lock not taken again within ttl + ${freeBoundMs - ttl} ms`);
+  if (crashes.some((c) => c.reason === "nemesis") && crashesJudged === 0)
+    violations.push("clients were crashed mid-section but no crash could be judged (lock free again within its ttl)");
+  if (nemesis.length > 0 && nemesisStruck === 0)
+    violations.push("the targeted nemesis ran but never struck (no holder on exactly a quorum)");
 
   return {
     seed: start?.type === "start" ? start.seed : undefined,
@@ -368,15 +420,21 @@ function unreachable(cuts: Cut[], client: number, from: number, to: number): Set
 
 function describeOverlap(a: Section, b: Section, aValidEnd: number, faults: FaultRecord[]): string {
   return (
-    `client ${a.client} (${label(a)}${how(a)}) held [${fmt(a.start)}, ${fmt(aValidEnd)}] and client ${b.client} (${label(b)}${how(b)}) started at ${fmt(b.start)}` +
+    `client ${a.client} (${label(a)}${how(a)}) held [${fmt(a.start)}, ${fmt(aValidEnd)}] ` +
+    `and client ${b.client} (${label(b)}${how(b)}) started at ${fmt(b.start)}` +
     during(b.start, faults)
   );
 }
 
-/** "4 valid at 12:00:01.250: client 16 [12:00:00.900, 12:00:01.700], …" — the last of `holders` began at that moment. */
+/**
+ * "4 valid at 12:00:01.250: client 16 [12:00:00.900, 12:00:01.700], …" — the last of `holders` began at that moment.
+ */
 function describeExcess(holders: Section[], validEnd: (s: Section) => number, faults: FaultRecord[]): string {
   const at = holders[holders.length - 1].start;
-  const each = holders.map((s) => `client ${s.client}${s.slot !== undefined ? ` (slot ${s.slot})` : ""}${how(s)} [${fmt(s.start)}, ${fmt(validEnd(s))}]`);
+  const each = holders.map((s) => {
+    const slot = s.slot !== undefined ? ` (slot ${s.slot})` : "";
+    return `client ${s.client}${slot}${how(s)} [${fmt(s.start)}, ${fmt(validEnd(s))}]`;
+  });
   return `${holders.length} valid at ${fmt(at)}: ${each.join(", ")}${during(at, faults)}`;
 }
 
@@ -406,35 +464,55 @@ export function readLog(path: string): ChaosRecord[] {
 
 /** The report as the CLI prints it. */
 export function formatReport(report: Report): string {
-  const faults = Object.entries(report.faults).map(([kind, n]) => `${kind} ${n}`).join(", ") || "none";
+  const faults =
+    Object.entries(report.faults)
+      .map(([kind, n]) => `${kind} ${n}`)
+      .join(", ") || "none";
   const semaphores = report.resources.filter((r) => r.limit > 1);
   const readWrites = report.resources.filter((r) => r.readWrite);
   const slowest = report.slowestFreeMs === undefined ? "-" : `${Math.round(report.slowestFreeMs)} ms`;
+  const controls = [
+    report.unsafeRestart ? " (NEGATIVE CONTROL: --unsafe-restart)" : "",
+    report.naiveSemaphore ? " (NEGATIVE CONTROL: --naive-semaphore)" : "",
+    report.naiveRw ? " (NEGATIVE CONTROL: --naive-rw)" : "",
+  ].join("");
   return [
-    `chaos checker — seed ${report.seed}${report.unsafeRestart ? " (NEGATIVE CONTROL: --unsafe-restart)" : ""}${report.naiveSemaphore ? " (NEGATIVE CONTROL: --naive-semaphore)" : ""}${report.naiveRw ? " (NEGATIVE CONTROL: --naive-rw)" : ""}`,
+    `chaos checker — seed ${report.seed}${controls}`,
     `  critical sections completed:            ${report.cycles} (acquisitions given up: ${report.misses})`,
     `  faults injected:                        ${faults}`,
-    `  targeted nemesis (quorum-crash):        ${report.nemesisRuns} run, ${report.nemesisStruck} struck a holder on exactly a quorum`,
-    `  client crashes:                         ${report.crashes} (${report.crashesInSection} mid-section; ${report.crashesJudged} judged: lock taken again after at most ${slowest}, bound ${report.freeBoundMs} ms; not freed: ${report.locksNotFreed})`,
+    `  targeted nemesis (quorum-crash):        ${report.nemesisRuns} run, ` +
+      `${report.nemesisStruck} struck a holder on exactly a quorum`,
+    `  client crashes:                         ${report.crashes} (${report.crashesInSection} mid-section; ` +
+      `${report.crashesJudged} judged: lock taken again after at most ${slowest}, bound ${report.freeBoundMs} ms; ` +
+      `not freed: ${report.locksNotFreed})`,
     `  overlapping sections within validity:   ${report.overlaps}`,
     ...report.overlapExamples.map((e) => `    e.g. ${e}`),
     ...semaphores.flatMap((r) => [
-      `  ${r.name} (limit ${r.limit}${report.naiveSemaphore ? ", naive" : ""}): ${r.sections} permits, most holders at once ${r.maxHolders}, over-admissions ${r.excess}`,
+      `  ${r.name} (limit ${r.limit}${report.naiveSemaphore ? ", naive" : ""}): ${r.sections} permits, ` +
+        `most holders at once ${r.maxHolders}, over-admissions ${r.excess}`,
       ...r.excessExamples.map((e) => `    e.g. ${e}`),
     ]),
     ...readWrites.flatMap((r) => [
-      `  ${r.name} (read-write${report.naiveRw ? ", naive" : ""}): ${r.sections} sections, most readers at once ${r.maxHolders}, reader/writer or writer/writer overlaps ${r.excess}`,
+      `  ${r.name} (read-write${report.naiveRw ? ", naive" : ""}): ${r.sections} sections, ` +
+        `most readers at once ${r.maxHolders}, reader/writer or writer/writer overlaps ${r.excess}`,
       ...r.excessExamples.map((e) => `    e.g. ${e}`),
     ]),
-    ...(report.windowsRuns > 0 ? [`  semaphore windows (targeted):           ${report.windowsRuns} run, most permits on a quorum at one TCP look ${report.windowsMostSeen}`] : []),
+    ...(report.windowsRuns > 0
+      ? [
+          `  semaphore windows (targeted):           ${report.windowsRuns} run, ` +
+            `most permits on a quorum at one TCP look ${report.windowsMostSeen}`,
+        ]
+      : []),
     `  grants to a client cut to a minority:   ${report.minorityGrants}`,
     ...report.minorityExamples.map((e) => `    e.g. ${e}`),
     `  stale guarded writes accepted:          ${report.staleAccepted}`,
     `  stale reads/writes rejected:            ${report.staleRejected}`,
-    `  accepted writes / final counter:        ${report.acceptedWrites} / ${report.finalCounter} (unknown outcomes: ${report.unknownWrites})`,
+    `  accepted writes / final counter:        ${report.acceptedWrites} / ${report.finalCounter} ` +
+      `(unknown outcomes: ${report.unknownWrites})`,
     `  lost updates:                           ${report.lostUpdates} (values written twice: ${report.duplicateValues})`,
     `  fencing tokens not increasing:          ${report.fenceRegressions}`,
-    `  violations found:                       ${report.violations.length}${report.violations.length ? " — " + report.violations.join("; ") : ""}`,
+    `  violations found:                       ${report.violations.length}` +
+      (report.violations.length ? ` — ${report.violations.join("; ")}` : ""),
   ].join("\n");
 }
 
@@ -444,6 +522,6 @@ function fmt(t: number): string {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const report = check(readLog(process.argv[2]));
-  process.stdout.write(formatReport(report) + "\n");
+  process.stdout.write(`${formatReport(report)}\n`);
   process.exit(report.violations.length ? 1 : 0);
 }

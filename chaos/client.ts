@@ -50,7 +50,14 @@ export interface ClientMessage {
 
 const data = workerData as ClientData;
 const redlock = new Redlock(data.lockNodes, { nodeTimeout: data.nodeTimeout });
-const store = new Redis({ url: data.store.url, token: data.store.token, retry: { retries: 0 }, enableAutoPipelining: false, automaticDeserialization: false, enableTelemetry: false });
+const store = new Redis({
+  url: data.store.url,
+  token: data.store.token,
+  retry: { retries: 0 },
+  enableAutoPipelining: false,
+  automaticDeserialization: false,
+  enableTelemetry: false,
+});
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const [workMin, workMax] = data.workMs;
 
@@ -81,9 +88,16 @@ interface Held {
 }
 
 const guard = data.guard;
-const naive = guard.kind === "semaphore" && guard.naive ? new NaiveSemaphore(data.lockNodes, data.resource, guard.limit, { nodeTimeout: data.nodeTimeout }) : undefined;
-const semaphore = guard.kind === "semaphore" && !guard.naive ? redlock.semaphore(data.resource, guard.limit) : undefined;
-const naiveRw = guard.kind === "rw" && guard.naive ? new NaiveReadWrite(data.lockNodes, data.resource, { nodeTimeout: data.nodeTimeout }) : undefined;
+const naive =
+  guard.kind === "semaphore" && guard.naive
+    ? new NaiveSemaphore(data.lockNodes, data.resource, guard.limit, { nodeTimeout: data.nodeTimeout })
+    : undefined;
+const semaphore =
+  guard.kind === "semaphore" && !guard.naive ? redlock.semaphore(data.resource, guard.limit) : undefined;
+const naiveRw =
+  guard.kind === "rw" && guard.naive
+    ? new NaiveReadWrite(data.lockNodes, data.resource, { nodeTimeout: data.nodeTimeout })
+    : undefined;
 const rw = guard.kind === "rw" && !guard.naive ? redlock.readWriteLock(data.resource) : undefined;
 const mode = guard.kind === "rw" ? guard.mode : undefined;
 const acquireOptions = (signal: AbortSignal) => ({ retryCount: -1, maxWait: 5_000, signal });
@@ -91,7 +105,10 @@ const take = async (signal: AbortSignal): Promise<Held> => {
   if (naive) return naive.acquire(data.ttl, acquireOptions(signal));
   if (semaphore) return semaphore.acquire(data.ttl, acquireOptions(signal));
   if (naiveRw) return naiveRw.acquire(mode!, data.ttl, acquireOptions(signal));
-  if (rw) return mode === "read" ? rw.acquireRead(data.ttl, acquireOptions(signal)) : rw.acquireWrite(data.ttl, acquireOptions(signal));
+  if (rw)
+    return mode === "read"
+      ? rw.acquireRead(data.ttl, acquireOptions(signal))
+      : rw.acquireWrite(data.ttl, acquireOptions(signal));
   return redlock.acquire([data.resource], data.ttl, { fencing: true, ...acquireOptions(signal) });
 };
 /** How long a section works: spread over [workMin, workMax], reproducible from what it read (or its sequence). */
@@ -100,9 +117,10 @@ const workFor = (n: number) => workMin + Math.floor((n * 7919 + data.client * 10
 for (let seq = 0; !stopping; seq++) {
   while (held && !stopping) await new Promise<void>((r) => (resume = r));
   if (stopping) break;
-  let lock;
+  let lock: Held;
   const acquireCalled = sharedNow();
-  const acquiring = (pending = new AbortController());
+  const acquiring = new AbortController();
+  pending = acquiring;
   try {
     lock = await take(acquiring.signal);
   } catch (error) {

@@ -14,7 +14,10 @@ export interface CrashOptions {
   resources?: string[];
 }
 
-const enterOf = (client: number) => (r: ChaosRecord): r is EnterRecord => r.type === "enter" && r.client === client;
+const enterOf =
+  (client: number) =>
+  (r: ChaosRecord): r is EnterRecord =>
+    r.type === "enter" && r.client === client;
 
 /**
  * Driven step by step (many contenders would otherwise livelock and blur "free within the ttl"):
@@ -24,11 +27,19 @@ const enterOf = (client: number) => (r: ChaosRecord): r is EnterRecord => r.type
  *    X's section start); then let the others go and, after that deadline, start X again.
  * Returns a line for the progress output.
  */
-export async function crashMidSection(bed: Bed, watch: ResourceWatch, random: () => number, options: CrashOptions): Promise<string> {
+export async function crashMidSection(
+  bed: Bed,
+  watch: ResourceWatch,
+  random: () => number,
+  options: CrashOptions,
+): Promise<string> {
   await bed.quiet();
   const alive = Array.from({ length: bed.pool.count }, (_, c) => c).filter((c) => bed.pool.alive(c));
-  const eligible = alive.filter((c) => options.resources === undefined || options.resources.includes(bed.pool.resourceOf(c)));
-  if (eligible.length === 0) return `client crash ${options.index}: missed (no live client on ${options.resources?.join(", ")})`;
+  const eligible = alive.filter(
+    (c) => options.resources === undefined || options.resources.includes(bed.pool.resourceOf(c)),
+  );
+  if (eligible.length === 0)
+    return `client crash ${options.index}: missed (no live client on ${options.resources?.join(", ")})`;
   const resource = bed.pool.resourceOf(eligible[Math.floor(random() * eligible.length)]);
   const candidates = alive.filter((c) => bed.pool.resourceOf(c) === resource);
   if (candidates.length < 2) return `client crash ${options.index}: missed (too few live clients on ${resource})`;
@@ -38,7 +49,9 @@ export async function crashMidSection(bed: Bed, watch: ResourceWatch, random: ()
   const others = alive.filter((c) => c !== x && c !== y);
   const heldBack = [y, ...others];
   for (const c of heldBack) bed.pool.send(c, { pause: true });
-  const letGo = (clients: number[]) => clients.forEach((c) => bed.pool.send(c, { pause: false }));
+  const letGo = (clients: number[]) => {
+    for (const c of clients) bed.pool.send(c, { pause: false });
+  };
   try {
     for (let tries = 0; tries < 3; tries++) {
       bed.pool.send(x, { holdNext: options.sectionMs });
@@ -59,9 +72,14 @@ export async function crashMidSection(bed: Bed, watch: ResourceWatch, random: ()
       letGo(others);
       await sleep(enter.start + bed.ttl + options.freeSlackMs + 50 - sharedNow());
       bed.pool.restart(x);
-      const keys = gone.ok ? `its keys seen gone from every node at +${Math.round(goneAt - enter.start)} ms (TCP poll every 10 ms)` : "its keys still on some node";
-      const after = taken ? `client ${y} acquired ${Math.round(taken.start - enter.start)} ms after it began (ttl ${bed.ttl} ms)` : `client ${y} did not acquire in time`;
-      return `client crash ${options.index}: client ${x} terminated ${Math.round(crash.at - enter.start)} ms into its section; ${keys}; ${after}`;
+      const keys = gone.ok
+        ? `its keys seen gone from every node at +${Math.round(goneAt - enter.start)} ms (TCP poll every 10 ms)`
+        : "its keys still on some node";
+      const after = taken
+        ? `client ${y} acquired ${Math.round(taken.start - enter.start)} ms after it began (ttl ${bed.ttl} ms)`
+        : `client ${y} did not acquire in time`;
+      const into = Math.round(crash.at - enter.start);
+      return `client crash ${options.index}: client ${x} terminated ${into} ms into its section; ${keys}; ${after}`;
     }
     return `client crash ${options.index}: missed (client ${x} never held a long section)`;
   } finally {

@@ -19,7 +19,9 @@ export interface CutGroup {
 export interface PlannedFault {
   kind: PlannedKind;
   target: number;
-  /** ms the fault lasts (kill-restart: how long the node stays down; client-crash: until the client is started again). */
+  /**
+   * ms the fault lasts (kill-restart: how long the node stays down; client-crash: until the client is started again).
+   */
   duration: number;
   /** kill-restart only: a second node that crashes at the same moment (a correlated crash, e.g. one zone). */
   also?: number;
@@ -61,7 +63,11 @@ const between = (random: () => number, lo: number, hi: number) => Math.round(lo 
 export function nextFault(random: () => number, options: PlanOptions): PlannedFault {
   const total = KINDS.reduce((sum, [, weight]) => sum + weight, 0);
   let pick = random() * total;
-  const kind = KINDS.find(([, weight]) => (pick -= weight) < 0)?.[0] ?? "latency";
+  const kind =
+    KINDS.find(([, weight]) => {
+      pick -= weight;
+      return pick < 0;
+    })?.[0] ?? "latency";
   switch (kind) {
     case "kill-restart": {
       const target = between(random, 0, options.nodes - 1);
@@ -71,7 +77,11 @@ export function nextFault(random: () => number, options: PlanOptions): PlannedFa
       return { kind, target, duration, also: (target + between(random, 1, options.nodes - 1)) % options.nodes };
     }
     case "client-stall":
-      return { kind, target: between(random, 0, options.clients - 1), duration: between(random, 1.5 * options.ttl, 2.5 * options.ttl) };
+      return {
+        kind,
+        target: between(random, 0, options.clients - 1),
+        duration: between(random, 1.5 * options.ttl, 2.5 * options.ttl),
+      };
     case "client-crash":
       return { kind, target: between(random, 0, options.clients - 1), duration: between(random, 50, 500) };
     case "pause":
@@ -97,7 +107,10 @@ export function planPartition(random: () => number, kind: PartitionKind, options
   const quorum = Math.floor(nodes / 2) + 1;
   const duration = between(random, 500, 2_000);
   const ring = (from: number, count: number) => Array.from({ length: count }, (_, i) => (from + i) % nodes);
-  const shuffled = shuffle(random, Array.from({ length: clients }, (_, i) => i));
+  const shuffled = shuffle(
+    random,
+    Array.from({ length: clients }, (_, i) => i),
+  );
   if (kind === "partition-split") {
     const r = between(random, 0, nodes - 1);
     const sideA = ring(r, quorum);
@@ -113,11 +126,26 @@ export function planPartition(random: () => number, kind: PartitionKind, options
   }
   if (kind === "partition-minority") {
     const count = between(random, 1, Math.max(1, Math.floor(clients / 4)));
-    const lost = shuffle(random, ring(0, nodes)).slice(0, quorum).sort((x, y) => x - y);
-    return { kind, target: lost[0], duration, cuts: [{ clients: shuffled.slice(0, count).sort((x, y) => x - y), nodes: lost }] };
+    const lost = shuffle(random, ring(0, nodes))
+      .slice(0, quorum)
+      .sort((x, y) => x - y);
+    return {
+      kind,
+      target: lost[0],
+      duration,
+      cuts: [{ clients: shuffled.slice(0, count).sort((x, y) => x - y), nodes: lost }],
+    };
   }
-  const lost = shuffle(random, ring(0, nodes)).slice(0, between(random, 1, 2)).sort((x, y) => x - y);
-  return { kind, target: lost[0], duration, cuts: [{ clients: [shuffled[0]], nodes: lost }], period: between(random, 30, 150) };
+  const lost = shuffle(random, ring(0, nodes))
+    .slice(0, between(random, 1, 2))
+    .sort((x, y) => x - y);
+  return {
+    kind,
+    target: lost[0],
+    duration,
+    cuts: [{ clients: [shuffled[0]], nodes: lost }],
+    period: between(random, 30, 150),
+  };
 }
 
 /** The targeted nemesis' plan: the quorum the holder will hold, the nodes cut off meanwhile, the node to crash. */
@@ -129,7 +157,10 @@ export interface QuorumCrashPlan {
 
 /** Picks a quorum of the nodes, the others to cut off, and one node of the quorum to crash. */
 export function planQuorumCrash(random: () => number, nodes: number): QuorumCrashPlan {
-  const order = shuffle(random, Array.from({ length: nodes }, (_, i) => i));
+  const order = shuffle(
+    random,
+    Array.from({ length: nodes }, (_, i) => i),
+  );
   const size = Math.floor(nodes / 2) + 1;
   const quorum = order.slice(0, size).sort((x, y) => x - y);
   return { quorum, cut: order.slice(size).sort((x, y) => x - y), victim: quorum[Math.floor(random() * size)] };
@@ -152,8 +183,13 @@ export interface WindowsPlan {
 export function planSemaphoreWindows(random: () => number, clients: number[], nodes: number): WindowsPlan {
   const quorum = Math.floor(nodes / 2) + 1;
   const r = Math.floor(random() * nodes);
-  const windows = clients.map((_, j) => Array.from({ length: quorum }, (_, i) => (r + j + i) % nodes).sort((a, b) => a - b));
-  const cuts = clients.map((client, j) => ({ clients: [client], nodes: Array.from({ length: nodes }, (_, n) => n).filter((n) => !windows[j].includes(n)) }));
+  const windows = clients.map((_, j) =>
+    Array.from({ length: quorum }, (_, i) => (r + j + i) % nodes).sort((a, b) => a - b),
+  );
+  const cuts = clients.map((client, j) => ({
+    clients: [client],
+    nodes: Array.from({ length: nodes }, (_, n) => n).filter((n) => !windows[j].includes(n)),
+  }));
   return { windows, cuts };
 }
 

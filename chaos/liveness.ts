@@ -1,10 +1,13 @@
 // Liveness figures of a chaos log (reported, not judged: faults make them vary): the herd at the start (every
-// client starts contending at once) from the first acquire call to the first section, acquisitions given up, and the longest time with no section
-// on a mutex between the first section and the stop.
+// client starts contending at once) from the first acquire call to the first section, acquisitions given up, and the
+// longest time with no section on a mutex between the first section and the stop.
 import type { ChaosRecord } from "./records.ts";
 
 export interface Liveness {
-  /** From the first acquire call of the run (the clients start together, once their threads are up) to the first section entered (ms). */
+  /**
+   * From the first acquire call of the run (the clients start together, once their threads are up) to the first section
+   * entered (ms).
+   */
   herdToFirstSectionMs: number | undefined;
   giveUps: number;
   /** Per mutex, the longest time between the end of one section (or the latest end so far) and the next start (ms). */
@@ -25,7 +28,9 @@ export function liveness(records: ChaosRecord[]): Liveness {
   const stop = records.find((r) => r.type === "stop");
   const entered = records.flatMap((r) => (r.type === "enter" ? [r] : []));
   const sections = records.flatMap((r) => (r.type === "cs" ? [r] : []));
-  const mutexes = new Set((start?.type === "start" ? (start.resources ?? []) : []).filter((r) => r.limit === 1).map((r) => r.name));
+  const mutexes = new Set(
+    (start?.type === "start" ? (start.resources ?? []) : []).filter((r) => r.limit === 1).map((r) => r.name),
+  );
   const first = Math.min(...entered.map((r) => r.start));
   let longestIdleMs: number | undefined;
   let longestIdleAt: string | undefined;
@@ -57,6 +62,7 @@ export function formatLiveness(l: Liveness): string {
     "  liveness (reported, not judged):",
     `    herd at the start to its first section: ${ms(l.herdToFirstSectionMs)}`,
     `    acquisitions given up:                  ${l.giveUps}`,
-    `    longest time with no section (mutex):   ${ms(l.longestIdleMs)}${l.longestIdleAt ? ` (${l.longestIdleAt}; faults included)` : ""}`,
+    `    longest time with no section (mutex):   ${ms(l.longestIdleMs)}` +
+      (l.longestIdleAt ? ` (${l.longestIdleAt}; faults included)` : ""),
   ].join("\n");
 }

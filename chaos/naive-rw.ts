@@ -18,7 +18,9 @@ return 1`;
 const READ_RELEASE = `redis.call("DECR", KEYS[2])
 return 1`;
 /** KEYS writer, readers; ARGV value, ttl. Sets the writer where none is set and no reader is counted. */
-const WRITE = `if redis.call("EXISTS", KEYS[1]) == 1 or tonumber(redis.call("GET", KEYS[2]) or "0") > 0 then return 0 end
+const WRITE = `if redis.call("EXISTS", KEYS[1]) == 1 or tonumber(redis.call("GET", KEYS[2]) or "0") > 0 then
+  return 0
+end
 redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
 return 1`;
 /** KEYS writer; ARGV value. */
@@ -66,21 +68,30 @@ export class NaiveReadWrite {
   }
 
   /** Takes a read or write lock for `ttl` ms, retrying every 100–300 ms until `maxWait` ms after the call. */
-  async acquire(mode: "read" | "write", ttl: number, options: { signal?: AbortSignal; maxWait?: number } = {}): Promise<NaiveRwLock> {
+  async acquire(
+    mode: "read" | "write",
+    ttl: number,
+    options: { signal?: AbortSignal; maxWait?: number } = {},
+  ): Promise<NaiveRwLock> {
     const { signal, maxWait = 0 } = options;
     const called = performance.now();
     for (;;) {
       signal?.throwIfAborted();
       const value = crypto.randomUUID();
       const t1 = performance.now();
-      const granted = await this.#round(mode === "read" ? READ : WRITE, mode === "read" ? [String(ttl)] : [value, String(ttl)]);
+      const granted = await this.#round(
+        mode === "read" ? READ : WRITE,
+        mode === "read" ? [String(ttl)] : [value, String(ttl)],
+      );
       const validityMs = ttl - (performance.now() - t1) - (ttl * 0.01 + 2);
-      const release = () => this.#everywhere(mode === "read" ? READ_RELEASE : WRITE_RELEASE, mode === "read" ? [] : [value]);
+      const release = () =>
+        this.#everywhere(mode === "read" ? READ_RELEASE : WRITE_RELEASE, mode === "read" ? [] : [value]);
       if (granted >= this.#quorum && validityMs > 0 && !signal?.aborted) return { validityMs, release };
       await release(); // as Redlock does: release on every node
       signal?.throwIfAborted();
       const delay = 100 + Math.random() * 200;
-      if (performance.now() + delay - called > maxWait) throw new NaiveReadWriteError(`not granted: ${granted} of ${this.#nodes.length} nodes`);
+      if (performance.now() + delay - called > maxWait)
+        throw new NaiveReadWriteError(`not granted: ${granted} of ${this.#nodes.length} nodes`);
       await new Promise((r) => setTimeout(r, delay));
     }
   }

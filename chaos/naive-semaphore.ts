@@ -98,7 +98,10 @@ export class NaiveSemaphore {
       await this.#release(member);
       signal?.throwIfAborted();
       const delay = retryDelay + (2 * Math.random() - 1) * retryJitter;
-      if (performance.now() + delay - called > maxWait) throw new NaiveSemaphoreError(`no permit: ${admitted} of ${this.#nodes.length} nodes admitted at the last attempt`);
+      if (performance.now() + delay - called > maxWait)
+        throw new NaiveSemaphoreError(
+          `no permit: ${admitted} of ${this.#nodes.length} nodes admitted at the last attempt`,
+        );
       await abortableSleep(delay, signal);
     }
   }
@@ -110,18 +113,23 @@ export class NaiveSemaphore {
       let yes = 0;
       let other = 0;
       for (const node of this.#nodes) {
-        node.eval(NAIVE_ACQUIRE, [this.#key], [member, String(ttl), String(this.#limit)]).then(
-          (reply) => (Number(reply) === 1 ? yes++ : other++),
-          () => other++,
-        ).finally(() => {
-          if (yes >= this.#quorum || other > total - this.#quorum || yes + other === total) resolve(yes);
-        });
+        node
+          .eval(NAIVE_ACQUIRE, [this.#key], [member, String(ttl), String(this.#limit)])
+          .then(
+            (reply) => (Number(reply) === 1 ? yes++ : other++),
+            () => other++,
+          )
+          .finally(() => {
+            if (yes >= this.#quorum || other > total - this.#quorum || yes + other === total) resolve(yes);
+          });
       }
     });
   }
 
   async #release(member: string): Promise<number> {
-    const removed = await Promise.all(this.#nodes.map((node) => node.eval(NAIVE_RELEASE, [this.#key], [member]).then(Number, () => 0)));
+    const removed = await Promise.all(
+      this.#nodes.map((node) => node.eval(NAIVE_RELEASE, [this.#key], [member]).then(Number, () => 0)),
+    );
     return removed.reduce((a, b) => a + b, 0);
   }
 }

@@ -18,7 +18,10 @@ export interface QuorumCrashOptions {
   index: number;
 }
 
-const enterOf = (client: number) => (r: ChaosRecord): r is EnterRecord => r.type === "enter" && r.client === client;
+const enterOf =
+  (client: number) =>
+  (r: ChaosRecord): r is EnterRecord =>
+    r.type === "enter" && r.client === client;
 
 /**
  * One scenario, run with the cluster to itself (no other fault in flight). Driven step by step rather
@@ -34,11 +37,19 @@ const enterOf = (client: number) => (r: ChaosRecord): r is EnterRecord => r.type
  * 7. let Y contend alone, then the others once Y holds or X's section is over.
  * Logged as one `quorum-crash` fault with its cut. Returns a line for the progress output.
  */
-export async function quorumCrash(bed: Bed, watch: ResourceWatch, plan: QuorumCrashPlan, random: () => number, options: QuorumCrashOptions): Promise<string> {
+export async function quorumCrash(
+  bed: Bed,
+  watch: ResourceWatch,
+  plan: QuorumCrashPlan,
+  random: () => number,
+  options: QuorumCrashOptions,
+): Promise<string> {
   const { quorum, cut, victim } = plan;
   const { resource } = options;
   const bridges = bed.cluster.bridges;
-  const candidates = Array.from({ length: bed.pool.count }, (_, c) => c).filter((c) => bed.pool.resourceOf(c) === resource && bed.pool.alive(c));
+  const candidates = Array.from({ length: bed.pool.count }, (_, c) => c).filter(
+    (c) => bed.pool.resourceOf(c) === resource && bed.pool.alive(c),
+  );
   const at = sharedNow();
   const cuts: Cut[] = [];
   let struck = false;
@@ -51,7 +62,16 @@ export async function quorumCrash(bed: Bed, watch: ResourceWatch, plan: QuorumCr
   };
   const outcome = (detail: string): string => {
     heal();
-    bed.write({ type: "fault", kind: "quorum-crash", target: `node ${victim}`, at, until: sharedNow(), cuts, struck, detail });
+    bed.write({
+      type: "fault",
+      kind: "quorum-crash",
+      target: `node ${victim}`,
+      at,
+      until: sharedNow(),
+      cuts,
+      struck,
+      detail,
+    });
     return `nemesis ${options.index}: ${struck ? "" : "missed: "}${detail}`;
   };
   if (candidates.length < 2) return outcome(`too few live clients on ${resource}`);
@@ -96,18 +116,23 @@ export async function quorumCrash(bed: Bed, watch: ResourceWatch, plan: QuorumCr
 
     const xOpen = () => bed.pool.openSection(x)?.id === holder.id;
     let rival: EnterRecord | undefined;
-    const stopWatching = bed.pool.listen((r) => void (r.type === "enter" && r.client === y && (rival ??= r)));
+    const stopWatching = bed.pool.listen((r) => {
+      if (r.type === "enter" && r.client === y) rival ??= r;
+    });
     release([y]);
     await until(() => rival !== undefined || !xOpen(), 3 * bed.ttl);
     release(others);
     await until(() => !xOpen(), 3 * bed.ttl);
     stopWatching();
+    const inside = rival && rival.start < Math.min(holder.validityEnd, holder.start + options.holdMs);
     const rivalText = rival
-      ? `client ${y} acquired at +${ms(rival.start - crashedAt)} ms${rival.start < Math.min(holder.validityEnd, holder.start + options.holdMs) ? " — INSIDE the holder's validity" : ", after the holder's section"}`
+      ? `client ${y} acquired at +${ms(rival.start - crashedAt)} ms` +
+        (inside ? " — INSIDE the holder's validity" : ", after the holder's section")
       : `client ${y} did not acquire while client ${x} held`;
     return outcome(
       `client ${x} (fence ${holder.fence}) held exactly nodes ${quorum.join("+")} (503 on ${cut.join("+")}); ` +
-        `node ${victim} crashed at +${ms(crashedAt - holder.start)} ms into its section, back empty ${ms(backAt - crashedAt)} ms later; ${rivalText}`,
+        `node ${victim} crashed at +${ms(crashedAt - holder.start)} ms into its section, ` +
+        `back empty ${ms(backAt - crashedAt)} ms later; ${rivalText}`,
     );
   } finally {
     heal();

@@ -103,13 +103,20 @@ export class ClientPool {
     this.#spawn(client);
   }
 
-  /** Asks every client to stop after its current cycle; terminates (and logs as crashed) those still running after `graceMs`. */
+  /**
+   * Asks every client to stop after its current cycle; terminates (and logs as crashed) those still running after
+   * `graceMs`.
+   */
   async stop(graceMs: number): Promise<void> {
     this.#stopping = true;
     this.broadcast({ stop: true });
     const exits = this.#workers.map((w) => (w ? new Promise((r) => w.once("exit", r)) : Promise.resolve()));
     await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, graceMs))]);
-    await Promise.all(this.#workers.map((w, client) => (w && this.#open.has(client) ? this.crash(client, "wind-down") : w?.terminate())));
+    await Promise.all(
+      this.#workers.map((w, client) =>
+        w && this.#open.has(client) ? this.crash(client, "wind-down") : w?.terminate(),
+      ),
+    );
   }
 
   #spawn(client: number): void {

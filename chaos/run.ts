@@ -4,9 +4,9 @@
 // of its own (so partitions can split clients): lock clients for fenced mutexes, semaphore clients for the
 // permits of `redlock.semaphore("chaos:semaphore", 3)` (or, with --naive-semaphore, of the naive per-node
 // counting semaphore: the negative control), read-write clients for `redlock.readWriteLock("chaos:rw")` (every
-// third a writer; with --naive-rw, the naive reader-counting read-write lock: its negative control). The run alternates a seeded random fault scheduler with three
-// targeted scenarios: the quorum-crash nemesis, a client crash mid-section, the semaphore windows. Then the
-// independent checker judges the log. Exits 1 on any violation.
+// third a writer; with --naive-rw, the naive reader-counting read-write lock: its negative control). The run alternates
+// a seeded random fault scheduler with three targeted scenarios: the quorum-crash nemesis, a client crash mid-section,
+// the semaphore windows. Then the independent checker judges the log. Exits 1 on any violation.
 import { createWriteStream, mkdirSync } from "node:fs";
 import { Redis as TcpRedis } from "ioredis";
 import { startCluster } from "../dev/cluster.ts";
@@ -57,33 +57,67 @@ const NODE_TIMEOUT = 150;
 const NODES = 5;
 const FREE_SLACK_MS = 1_000;
 const COUNTER = (r: number) => `chaos:counter:${r}`;
-const mutexes: ResourceSpec[] = Array.from({ length: resourceCount }, (_, r) => ({ name: `chaos:resource:${r}`, limit: 1 }));
+const mutexes: ResourceSpec[] = Array.from({ length: resourceCount }, (_, r) => ({
+  name: `chaos:resource:${r}`,
+  limit: 1,
+}));
 const SEMAPHORE: ResourceSpec = { name: "chaos:semaphore", limit: 3 };
 const READ_WRITE: ResourceSpec = { name: "chaos:rw", limit: 1, readWrite: true };
-const resources: ResourceSpec[] = [...mutexes, ...(semaphoreClients > 0 ? [SEMAPHORE] : []), ...(rwClients > 0 ? [READ_WRITE] : [])];
+const resources: ResourceSpec[] = [
+  ...mutexes,
+  ...(semaphoreClients > 0 ? [SEMAPHORE] : []),
+  ...(rwClients > 0 ? [READ_WRITE] : []),
+];
 // Where the permits live on the nodes (the sound semaphore's slot keys are documented in docs/SAFETY.md).
 const permitKeys: PermitKeys = naiveSemaphore
   ? { naive: naiveKey(SEMAPHORE.name) }
   : { slots: Array.from({ length: SEMAPHORE.limit }, (_, s) => `edge-redlock:semaphore:${SEMAPHORE.name}:${s}`) };
-const logPath = `.tmp/chaos/chaos-seed${seed}${unsafeRestart ? "-unsafe" : ""}${naiveSemaphore ? "-naive" : ""}${naiveRw ? "-naive-rw" : ""}${soak ? "-soak" : ""}.jsonl`;
+const logSuffix = [
+  unsafeRestart ? "-unsafe" : "",
+  naiveSemaphore ? "-naive" : "",
+  naiveRw ? "-naive-rw" : "",
+  soak ? "-soak" : "",
+].join("");
+const logPath = `.tmp/chaos/chaos-seed${seed}${logSuffix}.jsonl`;
 
 mkdirSync(".tmp/chaos", { recursive: true });
 const log = createWriteStream(logPath);
-const write = (record: ChaosRecord) => log.write(JSON.stringify(record) + "\n");
+const write = (record: ChaosRecord) => log.write(`${JSON.stringify(record)}\n`);
 
 const cluster = await startCluster({ nodes: NODES + 1 });
 const lockNodes = cluster.nodes.slice(0, NODES);
 const store = cluster.nodes[NODES];
 // Each client reaches each lock node through a link of its own.
 const links = await Promise.all(
-  Array.from({ length: clients }, (_, client) => Promise.all(cluster.bridges.slice(0, NODES).map((bridge) => bridge.addLink(linkName(client))))),
+  Array.from({ length: clients }, (_, client) =>
+    Promise.all(cluster.bridges.slice(0, NODES).map((bridge) => bridge.addLink(linkName(client)))),
+  ),
 );
-write({ type: "start", seed, unsafeRestart, clients, ttl: TTL, at: sharedNow(), nodes: NODES, resources, freeSlackMs: FREE_SLACK_MS, ...(naiveSemaphore ? { naiveSemaphore } : {}), ...(naiveRw ? { naiveRw } : {}) });
+write({
+  type: "start",
+  seed,
+  unsafeRestart,
+  clients,
+  ttl: TTL,
+  at: sharedNow(),
+  nodes: NODES,
+  resources,
+  freeSlackMs: FREE_SLACK_MS,
+  ...(naiveSemaphore ? { naiveSemaphore } : {}),
+  ...(naiveRw ? { naiveRw } : {}),
+});
 process.stderr.write(
   `chaos: seed ${seed}, ${lockClients} lock clients on ${resourceCount} mutex(es)` +
-    (semaphoreClients > 0 ? ` + ${semaphoreClients} on ${SEMAPHORE.name} (limit ${SEMAPHORE.limit}${naiveSemaphore ? ", NAIVE per-node counting semaphore (negative control)" : ""})` : "") +
-    (rwClients > 0 ? ` + ${rwClients} readers and writers on ${READ_WRITE.name}${naiveRw ? " (NAIVE reader-counting read-write lock: negative control)" : ""}` : "") +
-    `, work ${workMs.join("-")} ms, ${durationMs / 1000} s${Number.isFinite(maxCycles) ? ` or ${maxCycles} sections` : ""}` +
+    (semaphoreClients > 0
+      ? ` + ${semaphoreClients} on ${SEMAPHORE.name} (limit ${SEMAPHORE.limit}` +
+        `${naiveSemaphore ? ", NAIVE per-node counting semaphore (negative control)" : ""})`
+      : "") +
+    (rwClients > 0
+      ? ` + ${rwClients} readers and writers on ${READ_WRITE.name}` +
+        `${naiveRw ? " (NAIVE reader-counting read-write lock: negative control)" : ""}`
+      : "") +
+    `, work ${workMs.join("-")} ms, ${durationMs / 1000} s` +
+    `${Number.isFinite(maxCycles) ? ` or ${maxCycles} sections` : ""}` +
     `${unsafeRestart ? ", UNSAFE immediate empty restarts (negative control)" : ""}; log ${logPath}\n`,
 );
 
@@ -95,10 +129,23 @@ const pool = new ClientPool(
     ttl: TTL,
     nodeTimeout: NODE_TIMEOUT,
     ...(client < lockClients
-      ? { resource: mutexes[client % resourceCount].name, guard: { kind: "lock", counterKey: COUNTER(client % resourceCount) } as const }
+      ? {
+          resource: mutexes[client % resourceCount].name,
+          guard: { kind: "lock", counterKey: COUNTER(client % resourceCount) } as const,
+        }
       : client < lockClients + semaphoreClients
-        ? { resource: SEMAPHORE.name, guard: { kind: "semaphore", limit: SEMAPHORE.limit, naive: naiveSemaphore } as const }
-        : { resource: READ_WRITE.name, guard: { kind: "rw", mode: (client - lockClients - semaphoreClients) % 3 === 0 ? "write" : "read", naive: naiveRw } as const }),
+        ? {
+            resource: SEMAPHORE.name,
+            guard: { kind: "semaphore", limit: SEMAPHORE.limit, naive: naiveSemaphore } as const,
+          }
+        : {
+            resource: READ_WRITE.name,
+            guard: {
+              kind: "rw",
+              mode: (client - lockClients - semaphoreClients) % 3 === 0 ? "write" : "read",
+              naive: naiveRw,
+            } as const,
+          }),
     workMs,
   }),
   write,
@@ -118,7 +165,9 @@ const progress = (line?: string) => {
   if (Date.now() - lastProgress < 10_000) return;
   lastProgress = Date.now();
   const s = (Date.now() - began) / 1000;
-  process.stderr.write(`chaos: ${Math.round(s)} s, ${pool.cycles} critical sections (${Math.round((pool.cycles / s) * 60)}/min)\n`);
+  process.stderr.write(
+    `chaos: ${Math.round(s)} s, ${pool.cycles} critical sections (${Math.round((pool.cycles / s) * 60)}/min)\n`,
+  );
 };
 
 // The director: random faults, the quorum-crash nemesis, a client crash, the semaphore windows, random
@@ -131,19 +180,47 @@ let windows = 0;
 for (let episode = 0; running() && !noFaults; episode++) {
   switch (episode % scenarios) {
     case 0:
-      await randomEpisode(bed, random, plan, episodeMs, openers[Math.floor(episode / scenarios) % openers.length], running);
+      await randomEpisode(
+        bed,
+        random,
+        plan,
+        episodeMs,
+        openers[Math.floor(episode / scenarios) % openers.length],
+        running,
+      );
       await bed.drain();
       break;
     case 1:
-      progress(await quorumCrash(bed, watch, planQuorumCrash(random, NODES), random, { resource: mutexes[0].name, holdMs: 0.8 * TTL, restartDelayMs: 1.5 * TTL, index: ++nemeses }));
+      progress(
+        await quorumCrash(bed, watch, planQuorumCrash(random, NODES), random, {
+          resource: mutexes[0].name,
+          holdMs: 0.8 * TTL,
+          restartDelayMs: 1.5 * TTL,
+          index: ++nemeses,
+        }),
+      );
       break;
     case 2:
       // A crashed holder's lock must come free within its ttl: judged on the mutexes (a semaphore has other slots).
-      progress(await crashMidSection(bed, watch, random, { sectionMs: 0.5 * TTL, freeSlackMs: FREE_SLACK_MS, index: ++crashes, resources: mutexes.map((r) => r.name) }));
+      progress(
+        await crashMidSection(bed, watch, random, {
+          sectionMs: 0.5 * TTL,
+          freeSlackMs: FREE_SLACK_MS,
+          index: ++crashes,
+          resources: mutexes.map((r) => r.name),
+        }),
+      );
       break;
     case 3:
       progress(
-        await semaphoreWindows(bed, watch, random, { resource: SEMAPHORE.name, clients: semaphoreClientIds, keys: permitKeys, holdMs: 0.8 * TTL, token: lockNodes[0].token, index: ++windows }),
+        await semaphoreWindows(bed, watch, random, {
+          resource: SEMAPHORE.name,
+          clients: semaphoreClientIds,
+          keys: permitKeys,
+          holdMs: 0.8 * TTL,
+          token: lockNodes[0].token,
+          index: ++windows,
+        }),
       );
       break;
   }
@@ -160,7 +237,9 @@ await pool.stop(15_000);
 await bed.drain();
 watch.close();
 const tcp = new TcpRedis(store.redisUrl);
-const counters = Object.fromEntries(await Promise.all(mutexes.map(async (r, i) => [r.name, Number((await tcp.get(COUNTER(i))) ?? 0)] as const)));
+const counters = Object.fromEntries(
+  await Promise.all(mutexes.map(async (r, i) => [r.name, Number((await tcp.get(COUNTER(i))) ?? 0)] as const)),
+);
 tcp.disconnect();
 write({ type: "final", at: sharedNow(), counter: counters[mutexes[0].name], counters });
 await new Promise((r) => log.end(r));
@@ -169,8 +248,16 @@ await cluster.stop();
 const elapsed = (Date.now() - began) / 1000;
 const records = readLog(logPath);
 const report = check(records);
-process.stdout.write(formatReport(report) + "\n");
-process.stdout.write(formatLiveness(liveness(records)) + "\n");
-process.stdout.write(`rate: ${report.cycles} critical sections in ${Math.round(elapsed)} s = ${Math.round((report.cycles / elapsed) * 60)} per minute\n`);
-process.stdout.write(`reproduce: npm run chaos -- --seed ${seed} ${process.argv.slice(2).filter((a, i, all) => a !== "--seed" && all[i - 1] !== "--seed").join(" ")}\n`);
+process.stdout.write(`${formatReport(report)}\n`);
+process.stdout.write(`${formatLiveness(liveness(records))}\n`);
+process.stdout.write(
+  `rate: ${report.cycles} critical sections in ${Math.round(elapsed)} s = ` +
+    `${Math.round((report.cycles / elapsed) * 60)} per minute\n`,
+);
+process.stdout.write(
+  `reproduce: npm run chaos -- --seed ${seed} ${process.argv
+    .slice(2)
+    .filter((a, i, all) => a !== "--seed" && all[i - 1] !== "--seed")
+    .join(" ")}\n`,
+);
 process.exit(report.violations.length > 0 ? 1 : 0);

@@ -8,7 +8,14 @@ import { sharedNow } from "./records.ts";
  * so every episode has one. At most one fault per node at a time, at most two nodes down, one partition
  * at a time. Returns without waiting for the faults to end (see {@link Bed.drain}).
  */
-export async function randomEpisode(bed: Bed, random: () => number, plan: PlanOptions, ms: number, opener: PartitionKind, running: () => boolean): Promise<void> {
+export async function randomEpisode(
+  bed: Bed,
+  random: () => number,
+  plan: PlanOptions,
+  ms: number,
+  opener: PartitionKind,
+  running: () => boolean,
+): Promise<void> {
   const end = Date.now() + ms;
   bed.track(bed.partition(planPartition(random, opener, plan)), opener);
   while (Date.now() < end && running()) {
@@ -19,7 +26,13 @@ export async function randomEpisode(bed: Bed, random: () => number, plan: PlanOp
     switch (fault.kind) {
       case "client-stall":
         bed.pool.send(fault.target, { stall: fault.duration });
-        bed.write({ type: "fault", kind: fault.kind, target: `client ${fault.target}`, at, until: at + fault.duration });
+        bed.write({
+          type: "fault",
+          kind: fault.kind,
+          target: `client ${fault.target}`,
+          at,
+          until: at + fault.duration,
+        });
         continue;
       case "client-crash":
         bed.track(crashAndRestart(bed, fault.target, fault.duration), "client crash");
@@ -37,7 +50,8 @@ export async function randomEpisode(bed: Bed, random: () => number, plan: PlanOp
     if (!free || (takesDown && bed.down.size + targets.length > 2)) continue;
     for (const node of targets) bed.busyUntil[node] = Date.now() + fault.duration + 100;
     bed.write({ type: "fault", kind: fault.kind, target: `node ${targets.join("+")}`, at, until: at + fault.duration });
-    for (const node of targets) bed.track(bed.nodeFault(fault.kind, node, fault.duration, random), `fault ${fault.kind}`);
+    for (const node of targets)
+      bed.track(bed.nodeFault(fault.kind, node, fault.duration, random), `fault ${fault.kind}`);
   }
 }
 

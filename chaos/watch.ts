@@ -25,7 +25,12 @@ export class ResourceWatch {
 
   constructor(redisUrls: string[]) {
     this.#nodes = redisUrls.map((url) => {
-      const node = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 200, retryStrategy: () => 50 });
+      const node = new Redis(url, {
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        commandTimeout: 200,
+        retryStrategy: () => 50,
+      });
       node.on("error", () => {});
       return node;
     });
@@ -37,11 +42,19 @@ export class ResourceWatch {
   }
 
   /** Polls until `done(holders)` or `timeoutMs`; resolves with the last look and whether it was done. */
-  until(key: string, done: (held: Holding[]) => boolean, timeoutMs: number, everyMs = 10): Promise<{ ok: boolean; held: Holding[] }> {
+  until(
+    key: string,
+    done: (held: Holding[]) => boolean,
+    timeoutMs: number,
+    everyMs = 10,
+  ): Promise<{ ok: boolean; held: Holding[] }> {
     return poll(() => this.holders(key), done, timeoutMs, everyMs);
   }
 
-  /** The live permits of a semaphore on every node (naive: members not yet expired by this machine's clock, which the nodes share). */
+  /**
+   * The live permits of a semaphore on every node (naive: members not yet expired by this machine's clock, which the
+   * nodes share).
+   */
   permits(keys: PermitKeys): Promise<PermitHolding[]> {
     return Promise.all(
       this.#nodes.map(async (node): Promise<PermitHolding> => {
@@ -56,7 +69,12 @@ export class ResourceWatch {
   }
 
   /** Polls {@link ResourceWatch.permits} until `done` or `timeoutMs`. */
-  untilPermits(keys: PermitKeys, done: (held: PermitHolding[]) => boolean, timeoutMs: number, everyMs = 10): Promise<{ ok: boolean; held: PermitHolding[] }> {
+  untilPermits(
+    keys: PermitKeys,
+    done: (held: PermitHolding[]) => boolean,
+    timeoutMs: number,
+    everyMs = 10,
+  ): Promise<{ ok: boolean; held: PermitHolding[] }> {
     return poll(() => this.permits(keys), done, timeoutMs, everyMs);
   }
 
@@ -65,7 +83,12 @@ export class ResourceWatch {
   }
 }
 
-async function poll<T>(look: () => Promise<T>, done: (held: T) => boolean, timeoutMs: number, everyMs: number): Promise<{ ok: boolean; held: T }> {
+async function poll<T>(
+  look: () => Promise<T>,
+  done: (held: T) => boolean,
+  timeoutMs: number,
+  everyMs: number,
+): Promise<{ ok: boolean; held: T }> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const held = await look();

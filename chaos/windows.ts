@@ -31,7 +31,12 @@ export interface WindowsOptions {
  * 5. once every client entered (or after 2 × ttl), wait for the sections to end, heal, let everybody go.
  * Logged as one `semaphore-windows` fault with its cuts and the TCP look. Returns a line for the progress output.
  */
-export async function semaphoreWindows(bed: Bed, watch: ResourceWatch, random: () => number, options: WindowsOptions): Promise<string> {
+export async function semaphoreWindows(
+  bed: Bed,
+  watch: ResourceWatch,
+  random: () => number,
+  options: WindowsOptions,
+): Promise<string> {
   await bed.quiet();
   const { clients, keys } = options;
   const quorum = Math.floor(bed.nodes / 2) + 1;
@@ -51,7 +56,16 @@ export async function semaphoreWindows(bed: Bed, watch: ResourceWatch, random: (
   };
   const outcome = (detail: string): string => {
     heal();
-    bed.write({ type: "fault", kind: "semaphore-windows", target: `clients ${clients.join(",")}`, at, until: sharedNow(), cuts, heldOn, detail });
+    bed.write({
+      type: "fault",
+      kind: "semaphore-windows",
+      target: `clients ${clients.join(",")}`,
+      at,
+      until: sharedNow(),
+      cuts,
+      heldOn,
+      detail,
+    });
     return `semaphore windows ${options.index}: ${detail}`;
   };
   for (const c of everybody) bed.pool.send(c, { pause: true });
@@ -63,15 +77,26 @@ export async function semaphoreWindows(bed: Bed, watch: ResourceWatch, random: (
   });
   try {
     if (clients.some((c) => !bed.pool.alive(c))) return outcome("missed: a semaphore client is not running");
-    const clean = await watch.untilPermits(keys, (held) => held.every((h) => h !== "down" && h.length === 0), 2 * bed.ttl + 500);
+    const clean = await watch.untilPermits(
+      keys,
+      (held) => held.every((h) => h !== "down" && h.length === 0),
+      2 * bed.ttl + 500,
+    );
     if (!clean.ok) return outcome("missed: the nodes never came clean of permits");
 
     bed.partitioned = true;
     bed.cut(plan.cuts, true);
     cutFrom = sharedNow();
-    const reached = await Promise.all(clients.map((c) => Promise.all(bed.cluster.bridges.slice(0, bed.nodes).map((bridge) => probe(bridge.addLink(linkName(c)), options.token)))));
+    const reached = await Promise.all(
+      clients.map((c) =>
+        Promise.all(
+          bed.cluster.bridges.slice(0, bed.nodes).map((bridge) => probe(bridge.addLink(linkName(c)), options.token)),
+        ),
+      ),
+    );
     const wrong = clients.filter((_, j) => reached[j].some((ok, n) => ok !== plan.windows[j].includes(n)));
-    if (wrong.length) return outcome(`missed: the probes disagree with the windows for clients ${wrong.join(",")} (${shape})`);
+    if (wrong.length)
+      return outcome(`missed: the probes disagree with the windows for clients ${wrong.join(",")} (${shape})`);
 
     entered.clear(); // only the sections of the windows count from here
     for (const c of clients) bed.pool.send(c, { holdNext: options.holdMs, pause: false });
@@ -86,7 +111,10 @@ export async function semaphoreWindows(bed: Bed, watch: ResourceWatch, random: (
     for (const c of clients) bed.pool.send(c, { holdNext: 0, pause: true });
     await until(() => openOnes().length === 0, 2 * bed.ttl);
     const seen = heldOn.map((nodes) => nodes.join("+")).join(", ") || "none";
-    return outcome(`windows ${shape} (probes: each client reached exactly its window); ${entered.size} of ${clients.length} entered; most permits on a quorum at one TCP look: ${heldOn.length} (${seen})`);
+    return outcome(
+      `windows ${shape} (probes: each client reached exactly its window); ${entered.size} of ${clients.length} ` +
+        `entered; most permits on a quorum at one TCP look: ${heldOn.length} (${seen})`,
+    );
   } finally {
     stopListening();
     heal();
@@ -99,7 +127,12 @@ export async function semaphoreWindows(bed: Bed, watch: ResourceWatch, random: (
 /** Whether a PING through `link` answers within 250 ms (a cut link holds the request unanswered). */
 async function probe(link: Promise<string>, token: string): Promise<boolean> {
   try {
-    const res = await fetch(await link, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: JSON.stringify(["ping"]), signal: AbortSignal.timeout(250) });
+    const res = await fetch(await link, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      body: JSON.stringify(["ping"]),
+      signal: AbortSignal.timeout(250),
+    });
     return res.ok;
   } catch {
     return false;

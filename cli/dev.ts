@@ -8,7 +8,7 @@ import { startLocalNodes } from "../src/testing/index.ts";
 import { checkLocalNodes } from "../src/testing/running.ts";
 import { parseEnvFile } from "./env-file.ts";
 import type { Io } from "./doctor.ts";
-import { writeDevVars } from "./dev-vars.ts";
+import { writeDevVars } from "../dev/dev-vars.ts";
 
 export const DEV_HELP = `Usage: edge-redlock dev [options]
 

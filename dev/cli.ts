@@ -3,7 +3,7 @@
 // writes the variables to a file with mode 0600 (a shell redirect would leave the tokens world-readable).
 import { startCluster } from "./cluster.ts";
 import { envNames } from "../src/node/env.ts";
-import { writeDevVars } from "../cli/dev-vars.ts";
+import { writeDevVars } from "./dev-vars.ts";
 
 const nodes = Number(process.argv.find((arg) => arg.startsWith("--nodes="))?.split("=")[1] ?? 5);
 const binary = process.argv.find((arg) => arg.startsWith("--binary="))?.slice("--binary=".length);
@@ -22,9 +22,9 @@ if (out) {
     `${envNames(i + 1).url}=${node.url}`,
     `${envNames(i + 1).token}=${node.token}`,
   ]);
-  process.stdout.write(lines.join("\n") + "\n");
+  process.stdout.write(`${lines.join("\n")}\n`);
 } else {
-  process.stdout.write(JSON.stringify({ nodes: cluster.nodes }, null, 2) + "\n");
+  process.stdout.write(`${JSON.stringify({ nodes: cluster.nodes }, null, 2)}\n`);
 }
 process.stderr.write(`${nodes} nodes running. Ctrl-C to stop.\n`);
 

@@ -81,7 +81,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
           const proxy = new TcpProxy(server.port);
           await proxy.start();
           proxies[index] = proxy;
-          bridge.onFaults = (faults) => proxy.setFaults({ latencyMs: faults.latencyMs, spread: faults.spread, hang: faults.hang });
+          bridge.onFaults = (faults) =>
+            proxy.setFaults({ latencyMs: faults.latencyMs, spread: faults.spread, hang: faults.hang });
         }
         bridge.onAdmin = async (action) => {
           const result = await controlRedis(server, action);

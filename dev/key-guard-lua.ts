@@ -2,7 +2,8 @@
 import { DATABASE_WIDE, KEY_SPECS } from "./key-specs.ts";
 
 /** Upstash's words for a key a flagged script names without passing it in KEYS (docs: Key-Based Locking). */
-export const DYNAMIC_KEY_ERROR = "ERR Dynamic keys are not allowed in Lua scripts when 'allow-key-locking' flag is set. Key was: ";
+export const DYNAMIC_KEY_ERROR =
+  "ERR Dynamic keys are not allowed in Lua scripts when 'allow-key-locking' flag is set. Key was: ";
 
 /**
  * What a flagged script that calls FLUSHDB or FLUSHALL gets. Upstash documents the rule ("cannot be
@@ -14,7 +15,10 @@ export function databaseWideError(command: string): string {
 
 /** What a flagged script gets for a command whose key positions the bridge does not know. */
 export function unknownCommandError(command: string): string {
-  return `ERR the local bridge cannot check the keys of ${command} under 'allow-key-locking' (add it to dev/key-specs.ts)`;
+  return (
+    `ERR the local bridge cannot check the keys of ${command} under 'allow-key-locking' ` +
+    "(add it to dev/key-specs.ts)"
+  );
 }
 
 /**
@@ -51,8 +55,10 @@ function buildPrelude(): string {
     "for i = spec[4] + 1, spec[4] + count do local refused = undeclared(i) if refused then return refused end end end",
     "end",
     "return setmetatable({",
-    "call = function(...) local refused = refusal(...) if refused then error({err = refused}) end return real.call(...) end,",
-    "pcall = function(...) local refused = refusal(...) if refused then return {err = refused} end return real.pcall(...) end,",
+    "call = function(...) local refused = refusal(...)",
+    "if refused then error({err = refused}) end return real.call(...) end,",
+    "pcall = function(...) local refused = refusal(...)",
+    "if refused then return {err = refused} end return real.pcall(...) end,",
     "}, {__index = real})",
     "end)(redis);",
   ].join(" ");

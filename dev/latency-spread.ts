@@ -46,9 +46,19 @@ export function delays(spread: LatencySpread | null): DelayDraw {
 export function parseSpread(raw: unknown): LatencySpread | null {
   if (raw === null) return null;
   const r = (raw ?? {}) as Record<string, unknown>;
-  const spread = { jitter: Number(r.jitter ?? 0), stallChance: Number(r.stallChance ?? 0), stallMs: Number(r.stallMs ?? 0), seed: Number(r.seed ?? 1) };
-  const ok = spread.jitter >= 0 && spread.jitter <= 1 && spread.stallChance >= 0 && spread.stallChance <= 1 && spread.stallMs >= 0 && Number.isInteger(spread.seed);
+  const spread = {
+    jitter: Number(r.jitter ?? 0),
+    stallChance: Number(r.stallChance ?? 0),
+    stallMs: Number(r.stallMs ?? 0),
+    seed: Number(r.seed ?? 1),
+  };
+  const ok =
+    spread.jitter >= 0 &&
+    spread.jitter <= 1 &&
+    spread.stallChance >= 0 &&
+    spread.stallChance <= 1 &&
+    spread.stallMs >= 0 &&
+    Number.isInteger(spread.seed);
   if (!ok) throw new Error("spread: jitter and stallChance in [0, 1], stallMs ≥ 0, seed an integer");
   return spread;
 }
-

@@ -19,7 +19,8 @@ export const REQUEST_TOO_LARGE = "ERR max request size exceeded";
 export function keySizeError(command: readonly string[]): string | undefined {
   for (const key of commandKeys(command) ?? []) {
     const bytes = Buffer.byteLength(key, "utf8");
-    if (bytes > MAX_KEY_BYTES) return `ERR max key size exceeded. Limit: ${MAX_KEY_BYTES} bytes, Actual: ${bytes} bytes`;
+    if (bytes > MAX_KEY_BYTES)
+      return `ERR max key size exceeded. Limit: ${MAX_KEY_BYTES} bytes, Actual: ${bytes} bytes`;
   }
   return undefined;
 }

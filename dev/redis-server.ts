@@ -28,9 +28,13 @@ export function ensureRedisServer(): string {
   }
   process.stderr.write("redis-server is missing: installing it with apt-get ...\n");
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-  for (const args of [["update", "-qq"], ["install", "-y", "-qq", "redis-server"]]) {
+  for (const args of [
+    ["update", "-qq"],
+    ["install", "-y", "-qq", "redis-server"],
+  ]) {
     const r = spawnSync("apt-get", args, { stdio: ["ignore", "ignore", "inherit"], env });
-    if (r.status !== 0) throw new Error(`apt-get ${args.join(" ")} failed (exit ${r.status}); install redis-server by hand.`);
+    if (r.status !== 0)
+      throw new Error(`apt-get ${args.join(" ")} failed (exit ${r.status}); install redis-server by hand.`);
   }
   const installed = findRedisServer();
   if (!installed) throw new Error("apt-get reported success but redis-server is still not found.");
@@ -120,7 +124,20 @@ export class RedisProcess {
   async start(): Promise<void> {
     const child = spawn(
       this.binary,
-      ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no", "--loglevel", "warning"],
+      [
+        "--port",
+        String(this.port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--protected-mode",
+        "no",
+        "--loglevel",
+        "warning",
+      ],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     // redis-server logs to stdout (e.g. "Could not create server TCP listening socket"): keep both for the error.
@@ -130,7 +147,9 @@ export class RedisProcess {
     child.stderr?.on("data", keep);
     this.#child = child;
     const exited = new Promise<never>((_, reject) =>
-      child.once("exit", (code) => reject(new Error(`redis-server on port ${this.port} exited (${code}): ${stderr.trim()}`))),
+      child.once("exit", (code) =>
+        reject(new Error(`redis-server on port ${this.port} exited (${code}): ${stderr.trim()}`)),
+      ),
     );
     exited.catch(() => {});
     await Promise.race([waitForPort(this.port, 5_000), exited]);
@@ -212,12 +231,21 @@ async function gone(pid: number): Promise<void> {
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const probe = new Redis({ port, host: "127.0.0.1", lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    const probe = new Redis({
+      port,
+      host: "127.0.0.1",
+      lazyConnect: true,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+    });
     probe.on("error", () => {});
     const ok = await probe
       .connect()
       .then(() => probe.ping())
-      .then((reply) => reply === "PONG", () => false);
+      .then(
+        (reply) => reply === "PONG",
+        () => false,
+      );
     probe.disconnect();
     if (ok) return;
     if (Date.now() > deadline) throw new Error(`redis-server did not start on port ${port} within ${timeoutMs} ms`);

@@ -16,7 +16,8 @@ export function sha1(text: string): string {
  * flag goes (other flags stay; the shebang line too when it was the only flag), and the body's first
  * line starts with {@link KEY_GUARD_PRELUDE}, so that line numbers stay the script's own.
  * @example
- * guarded("#!lua flags=allow-key-locking\nreturn redis.call('GET', KEYS[1])"); // "local redis = … return redis.call(…)"
+ * // "local redis = … return redis.call(…)":
+ * guarded("#!lua flags=allow-key-locking\nreturn redis.call('GET', KEYS[1])");
  */
 export function guarded(lua: string): string | undefined {
   const match = SHEBANG.exec(lua);
@@ -50,17 +51,23 @@ export class KeyLockingShim {
       return [command[0], this.#register(command[1]), ...command.slice(2)];
     }
     const sub = command[1]?.toLowerCase();
-    if (name === "script" && sub === "load" && command.length === 3) return [command[0], command[1], this.#register(command[2])];
-    if (name === "script" && sub === "exists") return [command[0], command[1], ...command.slice(2).map((sha) => this.#runs(sha))];
-    if ((name === "evalsha" || name === "evalsha_ro") && command.length >= 2) return [command[0], this.#runs(command[1]), ...command.slice(2)];
+    if (name === "script" && sub === "load" && command.length === 3)
+      return [command[0], command[1], this.#register(command[2])];
+    if (name === "script" && sub === "exists")
+      return [command[0], command[1], ...command.slice(2).map((sha) => this.#runs(sha))];
+    if ((name === "evalsha" || name === "evalsha_ro") && command.length >= 2)
+      return [command[0], this.#runs(command[1]), ...command.slice(2)];
     return command;
   }
 
-  /** Whether `command` runs a script that carries the key-locking flag (EVAL, SCRIPT LOAD, or EVALSHA of such a script). */
+  /**
+   * Whether `command` runs a script that carries the key-locking flag (EVAL, SCRIPT LOAD, or EVALSHA of such a script).
+   */
   carriesFlag(command: string[]): boolean {
     const name = command[0].toLowerCase();
     if (name === "eval" || name === "eval_ro") return command[1] !== undefined && guarded(command[1]) !== undefined;
-    if (name === "script" && command[1]?.toLowerCase() === "load") return command[2] !== undefined && guarded(command[2]) !== undefined;
+    if (name === "script" && command[1]?.toLowerCase() === "load")
+      return command[2] !== undefined && guarded(command[2]) !== undefined;
     if (name === "evalsha" || name === "evalsha_ro") return this.#shas.has(command[1]?.toLowerCase() ?? "");
     return false;
   }

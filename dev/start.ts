@@ -19,7 +19,9 @@ let memory = false;
 const cluster = await startCluster({ nodes: 5 }).catch(async (error: unknown) => {
   if (!(error instanceof MissingRedisServer)) throw error;
   memory = true;
-  process.stderr.write("redis-server is not installed: the demo runs on memory nodes (npx edge-redlock dev --memory).\n");
+  process.stderr.write(
+    "redis-server is not installed: the demo runs on memory nodes (npx edge-redlock dev --memory).\n",
+  );
   return startMemoryCluster({ nodes: 5 });
 });
 const vars: Record<string, string> = {};
@@ -35,7 +37,12 @@ await checkLocalNodes(vars, { source: "npm start's local nodes" }).catch(async (
   process.exit(1);
 });
 const port = Number(process.env.PORT ?? 0) || (await freePort());
-const quiet = { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" };
+const quiet = {
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+  WRANGLER_SEND_METRICS: "false",
+  DENO_NO_UPDATE_CHECK: "1",
+  NO_COLOR: "1",
+};
 const bin = (path: string) => fileURLToPath(new URL(`../node_modules/${path}`, import.meta.url));
 
 let child: ChildProcess;
@@ -45,12 +52,32 @@ if (runtime === "workers") {
   const wrangler = bin("wrangler/bin/wrangler.js");
   secrets = mkdtempSync(join(tmpdir(), "edge-redlock-demo-"));
   const envFile = join(secrets, ".env");
-  writeFileSync(envFile, Object.entries(vars).map(([name, value]) => `${name}=${value}\n`).join(""), { mode: 0o600 });
-  child = spawn(process.execPath, [wrangler, "dev", "--port", String(port), "--ip", "127.0.0.1", "--show-interactive-dev-session=false", "--env-file", envFile], {
-    env: { ...process.env, ...quiet },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
+  writeFileSync(
+    envFile,
+    Object.entries(vars)
+      .map(([name, value]) => `${name}=${value}\n`)
+      .join(""),
+    { mode: 0o600 },
+  );
+  child = spawn(
+    process.execPath,
+    [
+      wrangler,
+      "dev",
+      "--port",
+      String(port),
+      "--ip",
+      "127.0.0.1",
+      "--show-interactive-dev-session=false",
+      "--env-file",
+      envFile,
+    ],
+    {
+      env: { ...process.env, ...quiet },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    },
+  );
 } else {
   const deno = bin("deno/bin.cjs");
   child = spawn(process.execPath, [deno, "run", "--allow-net", "--allow-env", "worker/deno.ts"], {
@@ -100,7 +127,10 @@ child.once("exit", (code) => {
 const url = `http://127.0.0.1:${port}`;
 const deadline = Date.now() + 60_000;
 for (;;) {
-  const up = await fetch(url).then((r) => r.ok, () => false);
+  const up = await fetch(url).then(
+    (r) => r.ok,
+    () => false,
+  );
   if (up) break;
   if (Date.now() > deadline) {
     process.stderr.write(`the demo did not answer on ${url} within 60 s:\n${log}\n`);
@@ -109,7 +139,8 @@ for (;;) {
   await new Promise((r) => setTimeout(r, 200));
 }
 
-process.stdout.write(`
+process.stdout.write(
+  `
 edge-redlock demo on ${runtime === "workers" ? "Cloudflare Workers (wrangler dev)" : "Deno"}: ${url}
 five local ${memory ? "memory" : "Redis"} nodes: ${cluster.nodes.map((n) => n.url).join(" ")}
 
@@ -135,12 +166,15 @@ Try:
   # a read-write lock: 6 reads run side by side, the write waits for them and runs alone, the 6 reads
   # that came after the write wait for it (mostReadersAtOnce 6, writerOverlaps 0; the worker logs each start/end)
   curl -X DELETE ${url}/docs/readme/runs
-  for i in $(seq 6); do curl -s "${url}/docs/readme?wait=10000" & done; sleep 0.1; curl -s -X PUT "${url}/docs/readme?wait=10000" -d 'v2' & sleep 0.1; for i in $(seq 6); do curl -s "${url}/docs/readme?wait=10000" & done; wait; echo
+  for i in $(seq 6); do curl -s "${url}/docs/readme?wait=10000" & done; sleep 0.1; ` +
+    `curl -s -X PUT "${url}/docs/readme?wait=10000" -d 'v2' & sleep 0.1; ` +
+    `for i in $(seq 6); do curl -s "${url}/docs/readme?wait=10000" & done; wait; echo
   curl ${url}/docs/readme/runs
 
   # a streamed report holds its lock until the last line is out (a second run meanwhile: 423)
   curl -N -X POST "${url}/reports/daily/stream?lines=20"
 
 Ctrl-C stops everything.
-`);
+`,
+);
 unwatch = watchNodes(vars, (line) => process.stderr.write(`${line}\n`));

@@ -7,7 +7,9 @@ import { delays, type LatencySpread } from "./latency-spread.ts";
 /** Faults the proxy applies to client→server traffic. */
 export interface ProxyFaults {
   latencyMs: number;
-  /** Jitter and retransmits per chunk, as on the bridge (a stalled chunk holds back the ones behind it, as TCP does). */
+  /**
+   * Jitter and retransmits per chunk, as on the bridge (a stalled chunk holds back the ones behind it, as TCP does).
+   */
   spread: LatencySpread | null;
   hang: boolean;
 }

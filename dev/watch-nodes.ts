@@ -17,7 +17,8 @@ export function watchNodes(vars: Record<string, string>, say: (line: string) => 
       (error: Error) => error.message,
     );
     if (stopped) return;
-    if (failure !== undefined && !down) say(failure.replace("Start them in another terminal: npx edge-redlock dev", "Restart npm start."));
+    if (failure !== undefined && !down)
+      say(failure.replace("Start them in another terminal: npx edge-redlock dev", "Restart npm start."));
     if (failure === undefined && down) say("edge-redlock: the local nodes answer again");
     down = failure !== undefined;
     timer = setTimeout(tick, everyMs);

@@ -254,6 +254,7 @@ for (const file of graph.keys()) visit(file, []);
 
 for (const problem of problems) console.error(problem);
 console.log(
-  `layers: ${files.length} files of src/, ${outside.length} of ${Object.keys(NODE_SIDE).join("/, ")}/, ${problems.length} problem(s)`,
+  `layers: ${files.length} files of src/, ${outside.length} of ${Object.keys(NODE_SIDE).join("/, ")}/, ` +
+    `${problems.length} problem(s)`,
 );
 process.exit(problems.length === 0 ? 0 : 1);

@@ -1,4 +1,4 @@
-// Every line of the library and the CLI within the width the formatter wraps at (biome.json's lineWidth):
+// Every line of the library and its Node-side folders within the width the formatter wraps at (biome.json's lineWidth):
 // the formatter does not wrap comments or long strings, this catches them.
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -6,7 +6,7 @@ import { join } from "node:path";
 const root = new URL("..", import.meta.url).pathname;
 type BiomeConfig = { formatter: { lineWidth: number } };
 const width = (JSON.parse(readFileSync(join(root, "biome.json"), "utf8")) as BiomeConfig).formatter.lineWidth;
-const folders = ["src", "cli", "tools"];
+const folders = ["src", "cli", "tools", "dev", "bench", "chaos"];
 const long: string[] = [];
 for (const folder of folders) {
   for (const file of readdirSync(join(root, folder), { recursive: true }) as string[]) {
