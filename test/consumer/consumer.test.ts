@@ -5,7 +5,17 @@
 // The scratch projects get the tarball's files as npm would unpack them, and links to the tools and
 // peer dependencies already in this repository's node_modules: nothing is fetched.
 import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,7 +29,13 @@ import { Redlock, envNames } from "../../src/index.ts";
 const repo = fileURLToPath(new URL("../../", import.meta.url));
 const modules = join(repo, "node_modules");
 const tool = (name: string) => join(modules, ".bin", name);
-const quiet = { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", FORCE_COLOR: "0" };
+const quiet = {
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+  WRANGLER_SEND_METRICS: "false",
+  DENO_NO_UPDATE_CHECK: "1",
+  NO_COLOR: "1",
+  FORCE_COLOR: "0",
+};
 
 let cluster: Cluster;
 let scratch: string;
@@ -35,24 +51,48 @@ interface Ran {
 }
 
 /** Runs a command to its end; never rejects (the caller asserts on the exit code and prints the output). */
-function run(file: string, args: string[], options: { cwd: string; env?: Record<string, string | undefined> }): Promise<Ran> {
+function run(
+  file: string,
+  args: string[],
+  options: { cwd: string; env?: Record<string, string | undefined> },
+): Promise<Ran> {
   return new Promise((resolve) => {
-    execFile(file, args, { cwd: options.cwd, env: { ...process.env, ...quiet, ...options.env }, maxBuffer: 64 * 1024 * 1024, timeout: 90_000 }, (error, stdout, stderr) => {
-      const code = error ? ((error as { code?: unknown }).code as number | null) ?? 1 : 0;
-      resolve({ code: typeof code === "number" ? code : 1, stdout, stderr });
-    });
+    execFile(
+      file,
+      args,
+      {
+        cwd: options.cwd,
+        env: { ...process.env, ...quiet, ...options.env },
+        maxBuffer: 64 * 1024 * 1024,
+        timeout: 90_000,
+      },
+      (error, stdout, stderr) => {
+        const code = error ? (((error as { code?: unknown }).code as number | null) ?? 1) : 0;
+        resolve({ code: typeof code === "number" ? code : 1, stdout, stderr });
+      },
+    );
   });
 }
 
 /** Asserts success, showing the command's output when it failed. */
 function ok(ran: Ran, what: string): Ran {
-  if (ran.code !== 0) throw new Error(`${what} exited ${ran.code}\n--- stdout\n${ran.stdout}\n--- stderr\n${ran.stderr}`);
+  if (ran.code !== 0)
+    throw new Error(`${what} exited ${ran.code}\n--- stdout\n${ran.stdout}\n--- stderr\n${ran.stderr}`);
   return ran;
 }
 
 /** Starts a server process and resolves with its base URL once `ready` finds it in the output (or it answers). */
-function serve(file: string, args: string[], options: { cwd: string; env?: Record<string, string | undefined>; ready: RegExp | string }): Promise<string> {
-  const child = spawn(file, args, { cwd: options.cwd, env: { ...process.env, ...quiet, ...options.env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+function serve(
+  file: string,
+  args: string[],
+  options: { cwd: string; env?: Record<string, string | undefined>; ready: RegExp | string },
+): Promise<string> {
+  const child = spawn(file, args, {
+    cwd: options.cwd,
+    env: { ...process.env, ...quiet, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   children.add(child);
   let output = "";
   return new Promise((resolve, reject) => {
@@ -78,7 +118,14 @@ function serve(file: string, args: string[], options: { cwd: string; env?: Recor
       const url = options.ready;
       const poll = async () => {
         while (child.exitCode === null) {
-          if (await fetch(url).then((r) => (void r.body?.cancel(), true), () => false)) return done(url);
+          const answered = await fetch(url).then(
+            (r) => {
+              void r.body?.cancel();
+              return true;
+            },
+            () => false,
+          );
+          if (answered) return done(url);
           await new Promise((r) => setTimeout(r, 200));
         }
       };
@@ -129,7 +176,9 @@ function project(name: string, files: Record<string, string>, links: string[]): 
 
 /** The bin links npm makes for the package (`node_modules/.bin/<name>`, executable). */
 function linkBins(dir: string): void {
-  const pkg = JSON.parse(readFileSync(join(dir, "node_modules/edge-redlock/package.json"), "utf8")) as { bin: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(join(dir, "node_modules/edge-redlock/package.json"), "utf8")) as {
+    bin: Record<string, string>;
+  };
   mkdirSync(join(dir, "node_modules/.bin"), { recursive: true });
   for (const [name, target] of Object.entries(pkg.bin)) {
     chmodSync(join(dir, "node_modules/edge-redlock", target), 0o755);
@@ -138,8 +187,11 @@ function linkBins(dir: string): void {
 }
 
 const example = (path: string) => readFileSync(join(repo, "examples", path), "utf8");
-const devVars = () => Object.entries(vars).map(([k, v]) => `${k}=${v}`).join("\n") + "\n";
-const json = (value: unknown) => JSON.stringify(value, null, 2) + "\n";
+const devVars = () =>
+  `${Object.entries(vars)
+    .map(([k, v]) => `${k}=${v}`)
+    .join("\n")}\n`;
+const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
 
 interface Answer {
   status: number;
@@ -151,9 +203,16 @@ interface Answer {
  * The examples' counter, driven over `call`: five increments at once each see a different value (the
  * lock serialises the read-modify-write); a lock held elsewhere answers 423 with Retry-After; released, it is free again.
  */
-async function exerciseCounter(call: (method: "GET" | "POST", path: string) => Promise<Answer>, name: string, nodes = cluster.nodes as { url: string; token: string }[]): Promise<void> {
+async function exerciseCounter(
+  call: (method: "GET" | "POST", path: string) => Promise<Answer>,
+  name: string,
+  nodes = cluster.nodes as { url: string; token: string }[],
+): Promise<void> {
   const five = await Promise.all(Array.from({ length: 5 }, () => call("POST", `/counter/${name}`)));
-  expect(five.map((a) => a.status), five.map((a) => a.body).join("\n")).toEqual([200, 200, 200, 200, 200]);
+  expect(
+    five.map((a) => a.status),
+    five.map((a) => a.body).join("\n"),
+  ).toEqual([200, 200, 200, 200, 200]);
   expect(five.map((a) => (JSON.parse(a.body) as { value: number }).value).sort()).toEqual([1, 2, 3, 4, 5]);
   expect(JSON.parse((await call("GET", `/counter/${name}`)).body)).toEqual({ value: 5 });
 
@@ -167,10 +226,12 @@ async function exerciseCounter(call: (method: "GET" | "POST", path: string) => P
   expect((JSON.parse(after.body) as { value: number }).value).toBe(6);
 }
 
-const overHttp = (base: string) => async (method: "GET" | "POST", path: string): Promise<Answer> => {
-  const res = await fetch(base + path, { method });
-  return { status: res.status, body: await res.text(), retryAfter: res.headers.get("retry-after") };
-};
+const overHttp =
+  (base: string) =>
+  async (method: "GET" | "POST", path: string): Promise<Answer> => {
+    const res = await fetch(base + path, { method });
+    return { status: res.status, body: await res.text(), retryAfter: res.headers.get("retry-after") };
+  };
 
 beforeAll(async () => {
   scratch = mkdtempSync(join(tmpdir(), "edge-redlock-consumer-"));
@@ -179,7 +240,12 @@ beforeAll(async () => {
     run("npm", ["pack", "--json", "--pack-destination", scratch], { cwd: repo }), // prepack builds dist/
   ]);
   cluster = started;
-  vars = Object.fromEntries(cluster.nodes.flatMap((n, i) => [[envNames(i + 1).url, n.url], [envNames(i + 1).token, n.token]]));
+  vars = Object.fromEntries(
+    cluster.nodes.flatMap((n, i) => [
+      [envNames(i + 1).url, n.url],
+      [envNames(i + 1).token, n.token],
+    ]),
+  );
   ok(packed, "npm pack");
   const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
   tarball = join(scratch, info.filename);
@@ -194,8 +260,34 @@ afterAll(async () => {
 
 describe("the packed tarball", () => {
   it("holds the built package and what a user needs, nothing else", () => {
-    expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "README.md", "LICENSE", "CHANGELOG.md", "dist/src/index.js", "dist/src/index.d.ts", "dist/src/hono/index.js", "dist/src/hono/index.d.ts", "dist/src/scripts/index.js", "dist/src/doctor/index.js", "dist/cli/main.js", "dist/src/testing/index.js", "dist/src/testing/index.d.ts", "dist/src/testing/memory.js", "dist/src/testing/memory.d.ts", "dist/dev/bridge.js", "dist/dev/cluster.js", "dist/dev/redis-server.js"]));
-    const unexpected = packedFiles.filter((f) => !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/src\/([\w-]+\/)?[\w-]+\.(js|d\.ts)|dist\/cli\/[\w-]+\.js|dist\/dev\/[\w-]+\.js)$/.test(f));
+    expect(packedFiles).toEqual(
+      expect.arrayContaining([
+        "package.json",
+        "README.md",
+        "LICENSE",
+        "CHANGELOG.md",
+        "dist/src/index.js",
+        "dist/src/index.d.ts",
+        "dist/src/hono/index.js",
+        "dist/src/hono/index.d.ts",
+        "dist/src/scripts/index.js",
+        "dist/src/doctor/index.js",
+        "dist/cli/main.js",
+        "dist/src/testing/index.js",
+        "dist/src/testing/index.d.ts",
+        "dist/src/testing/memory.js",
+        "dist/src/testing/memory.d.ts",
+        "dist/dev/bridge.js",
+        "dist/dev/cluster.js",
+        "dist/dev/redis-server.js",
+      ]),
+    );
+    const unexpected = packedFiles.filter(
+      (f) =>
+        !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/src\/([\w-]+\/)?[\w-]+\.(js|d\.ts)|dist\/cli\/[\w-]+\.js|dist\/dev\/[\w-]+\.js)$/.test(
+          f,
+        ),
+    );
     expect(unexpected).toEqual([]);
   });
 });
@@ -207,7 +299,17 @@ describe("a Node ES module project", () => {
       {
         "package.json": json({ name: "consumer-node-esm", private: true, type: "module" }),
         "tsconfig.json": json({
-          compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", lib: ["ES2022"], types: ["node"], strict: true, skipLibCheck: false, outDir: "dist", rootDir: "src" },
+          compilerOptions: {
+            target: "ES2022",
+            module: "NodeNext",
+            moduleResolution: "NodeNext",
+            lib: ["ES2022"],
+            types: ["node"],
+            strict: true,
+            skipLibCheck: false,
+            outDir: "dist",
+            rootDir: "src",
+          },
           include: ["src"],
         }),
         "src/lock.ts": readFileSync(join(repo, "test/consumer/fixtures/node/lock.ts"), "utf8"),
@@ -217,22 +319,38 @@ describe("a Node ES module project", () => {
     );
     linkBins(dir);
     ok(await run(tool("tsc"), ["-p", dir], { cwd: dir }), "tsc");
-    expect(readFileSync(join(dir, "dist/lock.js"), "utf8")).toMatch(/^import \{ LockAcquisitionError, Redlock \} from "edge-redlock";$/m);
-    const ran = ok(await run(process.execPath, ["dist/lock.js", "consumer:esm"], { cwd: dir, env: vars }), "node dist/lock.js");
-    expect(JSON.parse(ran.stdout)).toMatchObject({ system: "esm", contended: "held", reacquired: true, middleware: "function" });
+    expect(readFileSync(join(dir, "dist/lock.js"), "utf8")).toMatch(
+      /^import \{ LockAcquisitionError, Redlock \} from "edge-redlock";$/m,
+    );
+    const ran = ok(
+      await run(process.execPath, ["dist/lock.js", "consumer:esm"], { cwd: dir, env: vars }),
+      "node dist/lock.js",
+    );
+    expect(JSON.parse(ran.stdout)).toMatchObject({
+      system: "esm",
+      contended: "held",
+      reacquired: true,
+      middleware: "function",
+    });
     expect((JSON.parse(ran.stdout) as { released: number }).released).toBeGreaterThanOrEqual(3);
 
     // The bin as npm links it: `npx edge-redlock doctor --env-file .dev.vars`.
     const bin = join(dir, "node_modules/.bin/edge-redlock");
-    const doctor = await run(bin, ["doctor", "--env-file", ".dev.vars", "--samples", "2"], { cwd: dir, env: { PATH: process.env.PATH } });
+    const doctor = await run(bin, ["doctor", "--env-file", ".dev.vars", "--samples", "2"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH },
+    });
     expect(doctor.code, doctor.stdout + doctor.stderr).toBe(0);
     expect(doctor.stdout).toMatch(/^OK: 5 independent nodes, quorum 3, a lock takes about [\d.]+ ms$/m);
     writeFileSync(join(dir, ".dev.vars"), devVars().replace(vars.UPSTASH_REDIS_REST_URL_5, "http://127.0.0.1:9"));
     const down = await run(bin, ["doctor", "--env-file", ".dev.vars", "--samples", "1"], { cwd: dir });
     expect(down.code).toBe(1);
     expect(down.stdout).toMatch(/^FAIL +reachable +UPSTASH_REDIS_REST_URL_5: network: /m);
-    for (const secret of [vars.UPSTASH_REDIS_REST_TOKEN_1, ...cluster.nodes.map((n) => n.url)]) expect(doctor.stdout + down.stdout).not.toContain(secret);
-    expect(ok(await run(bin, ["--version"], { cwd: dir }), "edge-redlock --version").stdout).toBe(`${JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version}\n`);
+    for (const secret of [vars.UPSTASH_REDIS_REST_TOKEN_1, ...cluster.nodes.map((n) => n.url)])
+      expect(doctor.stdout + down.stdout).not.toContain(secret);
+    expect(ok(await run(bin, ["--version"], { cwd: dir }), "edge-redlock --version").stdout).toBe(
+      `${JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version}\n`,
+    );
   });
 });
 
@@ -243,7 +361,17 @@ describe("a Node CommonJS project", () => {
       {
         "package.json": json({ name: "consumer-node-cjs", private: true, type: "commonjs" }),
         "tsconfig.json": json({
-          compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", lib: ["ES2022"], types: ["node"], strict: true, skipLibCheck: false, outDir: "dist", rootDir: "src" },
+          compilerOptions: {
+            target: "ES2022",
+            module: "NodeNext",
+            moduleResolution: "NodeNext",
+            lib: ["ES2022"],
+            types: ["node"],
+            strict: true,
+            skipLibCheck: false,
+            outDir: "dist",
+            rootDir: "src",
+          },
           include: ["src"],
         }),
         "src/lock.ts": readFileSync(join(repo, "test/consumer/fixtures/node/lock.ts"), "utf8"),
@@ -254,9 +382,17 @@ describe("a Node CommonJS project", () => {
     const emitted = readFileSync(join(dir, "dist/lock.js"), "utf8");
     expect(emitted).toContain('require("edge-redlock")');
     expect(emitted).toContain('require("edge-redlock/hono")');
-    const ran = ok(await run(process.execPath, ["dist/lock.js", "consumer:cjs"], { cwd: dir, env: vars }), "node dist/lock.js");
+    const ran = ok(
+      await run(process.execPath, ["dist/lock.js", "consumer:cjs"], { cwd: dir, env: vars }),
+      "node dist/lock.js",
+    );
     expect(process.version).toMatch(/^v24\./);
-    expect(JSON.parse(ran.stdout)).toMatchObject({ system: "commonjs", contended: "held", reacquired: true, middleware: "function" });
+    expect(JSON.parse(ran.stdout)).toMatchObject({
+      system: "commonjs",
+      contended: "held",
+      reacquired: true,
+      middleware: "function",
+    });
   });
 });
 
@@ -265,7 +401,11 @@ describe("a Vercel Edge (Next.js) route handler", () => {
     const route = "app/api/counter/[name]/route.ts";
     const dir = project(
       "vercel-edge",
-      { "package.json": json({ name: "consumer-vercel-edge", private: true }), "tsconfig.json": example("vercel-edge/tsconfig.json"), [route]: example(`vercel-edge/${route}`) },
+      {
+        "package.json": json({ name: "consumer-vercel-edge", private: true }),
+        "tsconfig.json": example("vercel-edge/tsconfig.json"),
+        [route]: example(`vercel-edge/${route}`),
+      },
       ["@upstash/redis", "@types/node"],
     );
     ok(await run(tool("tsc"), ["-p", dir], { cwd: dir }), "tsc");
@@ -298,7 +438,8 @@ describe("a Vercel Edge (Next.js) route handler", () => {
       return { status: res.status, body: await res.text(), retryAfter: res.headers.get("retry-after") };
     }`);
     expect(vm.evaluate("route.runtime")).toBe("edge");
-    const call = (method: "GET" | "POST", path: string) => vm.evaluate(`__call(${JSON.stringify(method)}, ${JSON.stringify(path)})`) as Promise<Answer>;
+    const call = (method: "GET" | "POST", path: string) =>
+      vm.evaluate(`__call(${JSON.stringify(method)}, ${JSON.stringify(path)})`) as Promise<Answer>;
     await exerciseCounter(call, "vercel");
   });
 });
@@ -319,7 +460,11 @@ describe("edge-redlock/testing without ioredis installed", () => {
   ].join("\n");
 
   it("startLocalNodes says to install ioredis, with the command for npm, Bun and Deno", async () => {
-    const dir = project("no-ioredis", { "package.json": json({ name: "consumer-no-ioredis", private: true, type: "module" }), "start.mjs": script }, ["@upstash/redis"]);
+    const dir = project(
+      "no-ioredis",
+      { "package.json": json({ name: "consumer-no-ioredis", private: true, type: "module" }), "start.mjs": script },
+      ["@upstash/redis"],
+    );
     const ran = await run(process.execPath, ["start.mjs"], { cwd: dir });
     expect(ran.code, ran.stdout + ran.stderr).toBe(1);
     expect(ran.stdout).toBe(
@@ -328,7 +473,11 @@ describe("edge-redlock/testing without ioredis installed", () => {
   });
 
   it("and starts the nodes once it is there (the control)", async () => {
-    const dir = project("with-ioredis", { "package.json": json({ name: "consumer-with-ioredis", private: true, type: "module" }), "start.mjs": script }, ["@upstash/redis", "ioredis"]);
+    const dir = project(
+      "with-ioredis",
+      { "package.json": json({ name: "consumer-with-ioredis", private: true, type: "module" }), "start.mjs": script },
+      ["@upstash/redis", "ioredis"],
+    );
     const ran = ok(await run(process.execPath, ["start.mjs"], { cwd: dir }), "node start.mjs");
     expect(ran.stdout).toBe("started\n");
   });
@@ -338,33 +487,59 @@ describe("the JSR package (jsr.json)", () => {
   it("passes deno publish --dry-run: its files type-check and its public API has no slow types", async () => {
     // The files jsr.json publishes, in a scratch folder whose npm: imports resolve from linked node_modules
     // (nodeModulesDir: manual), so the check needs no registry; jsr.io itself is never contacted by a dry run.
-    const config = JSON.parse(readFileSync(join(repo, "jsr.json"), "utf8")) as { name: string; version: string; publish: { include: string[] } };
+    const config = JSON.parse(readFileSync(join(repo, "jsr.json"), "utf8")) as {
+      name: string;
+      version: string;
+      publish: { include: string[] };
+    };
     const dir = join(scratch, "jsr");
     mkdirSync(dir);
-    for (const entry of ["src", "README.md", "LICENSE", "CHANGELOG.md"]) cpSync(join(repo, entry), join(dir, entry), { recursive: true });
+    for (const entry of ["src", "README.md", "LICENSE", "CHANGELOG.md"])
+      cpSync(join(repo, entry), join(dir, entry), { recursive: true });
     writeFileSync(join(dir, "jsr.json"), json({ ...config, nodeModulesDir: "manual" }));
-    writeFileSync(join(dir, "package.json"), json({ name: "jsr-check", private: true, dependencies: { "@upstash/redis": "*", hono: "*" } }));
+    writeFileSync(
+      join(dir, "package.json"),
+      json({ name: "jsr-check", private: true, dependencies: { "@upstash/redis": "*", hono: "*" } }),
+    );
     for (const link of ["@upstash/redis", "hono", "uncrypto"]) {
       mkdirSync(dirname(join(dir, "node_modules", link)), { recursive: true });
       symlinkSync(join(modules, link), join(dir, "node_modules", link), "dir");
     }
-    const published = ok(await run(tool("deno"), ["publish", "--dry-run", "--config", "jsr.json"], { cwd: dir }), "deno publish --dry-run");
-    const output = (published.stdout + published.stderr).replace(/\x1b\[[0-9;]*m/g, "");
+    const published = ok(
+      await run(tool("deno"), ["publish", "--dry-run", "--config", "jsr.json"], { cwd: dir }),
+      "deno publish --dry-run",
+    );
+    const output = (published.stdout + published.stderr).replace(
+      new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g"),
+      "",
+    );
     expect(output).toContain(`Simulating publish of ${config.name}@${config.version}`);
     expect(output).toContain("Success Dry run complete");
     expect(output).not.toContain("Download");
   });
 });
 
-/** The README's "Testing your app" recipes: `<!-- recipe: project/path -->` before a code block, `<!-- run: project: command -->`. */
-function readmeRecipes(): { files: Map<string, Record<string, string>>; runs: [string, string][] } {
-  const readme = readFileSync(join(repo, "README.md"), "utf8");
-  const section = readme.slice(readme.indexOf("## Testing your app"), readme.indexOf("\n## ", readme.indexOf("## Testing your app") + 5));
+/**
+ * The documentation's recipes, wherever they are (README.md and every page under docs/): `<!-- recipe:
+ * project/path -->` before a code block gives a file of a project, `<!-- run: project: command -->` its command.
+ */
+function docRecipes(): { files: Map<string, Record<string, string>>; runs: [string, string][] } {
+  const docs = join(repo, "docs");
+  const pages = [
+    "README.md",
+    ...(readdirSync(docs, { recursive: true }) as string[])
+      .filter((f) => f.endsWith(".md"))
+      .sort()
+      .map((f) => join("docs", f)),
+  ];
+  const text = pages.map((page) => readFileSync(join(repo, page), "utf8")).join("\n");
   const files = new Map<string, Record<string, string>>();
-  for (const [, project, path, text] of section.matchAll(/<!-- recipe: ([\w-]+)\/(\S+) -->\n```\w*\n([\s\S]*?)\n```/g)) {
-    files.set(project, { ...files.get(project), [path]: `${text}\n` });
+  for (const [, project, path, block] of text.matchAll(/<!-- recipe: ([\w-]+)\/(\S+) -->\n```\w*\n([\s\S]*?)\n```/g)) {
+    files.set(project, { ...files.get(project), [path]: `${block}\n` });
   }
-  const runs = [...section.matchAll(/<!-- run: ([\w-]+): (.+?) -->/g)].map(([, project, command]) => [project, command] as [string, string]);
+  const runs = [...text.matchAll(/<!-- run: ([\w-]+): (.+?) -->/g)].map(
+    ([, project, command]) => [project, command] as [string, string],
+  );
   // "workers-memory" is the Workers recipe with its globalSetup on memory nodes: the other files as written.
   files.set("workers-memory", { ...files.get("workers"), ...files.get("workers-memory") });
   return { files, runs };
@@ -382,8 +557,8 @@ const RECIPE_LINKS: Record<string, string[]> = {
   bun: ["@upstash/redis", "ioredis"],
 };
 
-describe('the README\'s "Testing your app" recipes, as written', () => {
-  const { files, runs } = readmeRecipes();
+describe("the documentation's recipes, as written", () => {
+  const { files, runs } = docRecipes();
   it("covers Workers (vitest-plugin: nodes it starts, nodes you run, memory nodes), Hono on Node, memoryNodes, Deno and Bun, each with a command", () => {
     expect([...files.keys()].sort()).toEqual(Object.keys(RECIPE_LINKS).sort());
     expect(runs.map(([project]) => project).sort()).toEqual(Object.keys(RECIPE_LINKS).sort());
@@ -392,11 +567,20 @@ describe('the README\'s "Testing your app" recipes, as written', () => {
     it(`${name}: ${command}`, async () => {
       const extra: Record<string, string> =
         name === "deno"
-          ? { "deno.json": json({ nodeModulesDir: "manual" }), "package.json": json({ name: "recipe-deno", private: true, type: "module", dependencies: { "edge-redlock": "*", "@upstash/redis": "*", ioredis: "*" } }) }
+          ? {
+              "deno.json": json({ nodeModulesDir: "manual" }),
+              "package.json": json({
+                name: "recipe-deno",
+                private: true,
+                type: "module",
+                dependencies: { "edge-redlock": "*", "@upstash/redis": "*", ioredis: "*" },
+              }),
+            }
           : { "package.json": json({ name: `recipe-${name}`, private: true, type: "module" }) };
       const dir = project(`recipe-${name}`, { ...extra, ...files.get(name) }, RECIPE_LINKS[name]);
       mkdirSync(join(dir, "node_modules/.bin"), { recursive: true });
-      if (RECIPE_LINKS[name].includes("vitest")) symlinkSync(join(modules, "vitest/vitest.mjs"), join(dir, "node_modules/.bin/vitest"));
+      if (RECIPE_LINKS[name].includes("vitest"))
+        symlinkSync(join(modules, "vitest/vitest.mjs"), join(dir, "node_modules/.bin/vitest"));
       const [file, ...args] = command.split(" ");
       const ran = await run(file, args, { cwd: dir, env: { PATH: `${join(modules, ".bin")}:${process.env.PATH}` } });
       ok(ran, command);
@@ -405,32 +589,45 @@ describe('the README\'s "Testing your app" recipes, as written', () => {
 });
 
 describe('the "nodes you run yourself" Workers recipe', () => {
-  const { files, runs } = readmeRecipes();
+  const { files, runs } = docRecipes();
   const command = runs.find(([name]) => name === "workers-running")?.[1] ?? "";
   const own = files.get("workers-running") ?? {};
   // "The test, the Worker and wrangler.toml are the ones above."
   const { "vitest.config.ts": _config, "test/local-nodes.ts": _setup, ...shared } = files.get("workers") ?? {};
 
   it(`passes with npx edge-redlock dev running, and with the nodes stopped says so in one line, before any test and without workerd's flood (${command})`, async () => {
-    const dir = project("recipe-workers-running", { "package.json": json({ name: "recipe-workers-running", private: true, type: "module" }), ...shared, ...own }, RECIPE_LINKS["workers-running"]);
+    const dir = project(
+      "recipe-workers-running",
+      { "package.json": json({ name: "recipe-workers-running", private: true, type: "module" }), ...shared, ...own },
+      RECIPE_LINKS["workers-running"],
+    );
     linkBins(dir);
     symlinkSync(join(modules, "vitest/vitest.mjs"), join(dir, "node_modules/.bin/vitest"));
     const env = { PATH: `${join(dir, "node_modules/.bin")}:${join(modules, ".bin")}:${process.env.PATH}` };
     const [file, ...args] = command.split(" ");
 
-    const nodes = await background(["npx", "edge-redlock", "dev"], { cwd: dir, env, until: /local nodes running; their variables are in / });
+    const nodes = await background(["npx", "edge-redlock", "dev"], {
+      cwd: dir,
+      env,
+      until: /local nodes running; their variables are in /,
+    });
     ok(await run(file, args, { cwd: dir, env }), `${command} (nodes running)`);
     await stop(nodes);
 
     const down = await run(file, args, { cwd: dir, env });
     const said = down.stdout + down.stderr;
     expect(down.code, said).not.toBe(0);
-    expect(said).toMatch(/edge-redlock: the local nodes in \.dev\.vars are not running \(UPSTASH_REDIS_REST_URL_1 127\.0\.0\.1:\d+: ECONNREFUSED; .*UPSTASH_REDIS_REST_URL_5 127\.0\.0\.1:\d+: ECONNREFUSED\)\. Start them in another terminal: npx edge-redlock dev/);
+    expect(said).toMatch(
+      /edge-redlock: the local nodes in \.dev\.vars are not running \(UPSTASH_REDIS_REST_URL_1 127\.0\.0\.1:\d+: ECONNREFUSED; .*UPSTASH_REDIS_REST_URL_5 127\.0\.0\.1:\d+: ECONNREFUSED\)\. Start them in another terminal: npx edge-redlock dev/,
+    );
     expect(said).not.toContain("Network connection lost");
     expect(said).not.toMatch(/pays an order once/); // no test ran
 
     // The control: the same run without the check shows the flood the check spares the user.
-    writeFileSync(join(dir, "vitest.config.ts"), own["vitest.config.ts"].replace(/\n\s*test: \{ globalSetup: \[[^\]]*\] \},/, ""));
+    writeFileSync(
+      join(dir, "vitest.config.ts"),
+      own["vitest.config.ts"].replace(/\n\s*test: \{ globalSetup: \[[^\]]*\] \},/, ""),
+    );
     const flood = await run(file, args, { cwd: dir, env });
     expect(flood.code).not.toBe(0);
     expect(flood.stdout + flood.stderr).toContain("Network connection lost");
@@ -446,9 +643,13 @@ function exampleSteps(name: string): Record<"pack" | "install" | "nodes" | "chec
   const readme = readFileSync(join(repo, "examples", name, "README.md"), "utf8");
   const steps: Record<string, string[]> = {};
   for (const [, step, block] of readme.matchAll(/<!-- example: (\w+) -->\n```sh\n([\s\S]*?)\n```/g)) {
-    steps[step] = block.split("\n").map((line) => line.replace(/(^|\s)#.*$/, "").trim()).filter(Boolean);
+    steps[step] = block
+      .split("\n")
+      .map((line) => line.replace(/(^|\s)#.*$/, "").trim())
+      .filter(Boolean);
   }
-  for (const step of ["pack", "install", "nodes", "check", "serve"]) expect(steps[step], `${name}/README.md has no "${step}" block`).toBeDefined();
+  for (const step of ["pack", "install", "nodes", "check", "serve"])
+    expect(steps[step], `${name}/README.md has no "${step}" block`).toBeDefined();
   return steps as Record<"pack" | "install" | "nodes" | "check" | "serve", string[]>;
 }
 
@@ -469,14 +670,40 @@ const EXAMPLES: ExampleSpec[] = [
   {
     name: "cloudflare-worker",
     envFile: ".dev.vars",
-    port: (port) => ({ args: ["--", "--port", String(port), "--ip", "127.0.0.1", "--show-interactive-dev-session=false"] }),
+    port: (port) => ({
+      args: ["--", "--port", String(port), "--ip", "127.0.0.1", "--show-interactive-dev-session=false"],
+    }),
     prefix: "",
     ready: (port) => `http://127.0.0.1:${port}/counter/ready`,
   },
-  { name: "vercel-edge", envFile: ".env.local", port: (port) => ({ args: ["--", "--port", String(port), "--hostname", "127.0.0.1"] }), prefix: "/api", ready: (port) => `http://127.0.0.1:${port}/api/counter/ready` },
-  { name: "deno-deploy", envFile: ".env", port: () => ({ env: { PORT: "0" } }), prefix: "", ready: () => /listening on (http:\/\/127\.0\.0\.1:\d+)/ },
-  { name: "bun", envFile: ".env", port: () => ({ env: { PORT: "0" } }), prefix: "", ready: () => /listening on (http:\/\/127\.0\.0\.1:\d+)/ },
-  { name: "node", envFile: ".env", port: () => ({ env: { PORT: "0" } }), prefix: "", ready: () => /listening on (http:\/\/127\.0\.0\.1:\d+)/ },
+  {
+    name: "vercel-edge",
+    envFile: ".env.local",
+    port: (port) => ({ args: ["--", "--port", String(port), "--hostname", "127.0.0.1"] }),
+    prefix: "/api",
+    ready: (port) => `http://127.0.0.1:${port}/api/counter/ready`,
+  },
+  {
+    name: "deno-deploy",
+    envFile: ".env",
+    port: () => ({ env: { PORT: "0" } }),
+    prefix: "",
+    ready: () => /listening on (http:\/\/127\.0\.0\.1:\d+)/,
+  },
+  {
+    name: "bun",
+    envFile: ".env",
+    port: () => ({ env: { PORT: "0" } }),
+    prefix: "",
+    ready: () => /listening on (http:\/\/127\.0\.0\.1:\d+)/,
+  },
+  {
+    name: "node",
+    envFile: ".env",
+    port: () => ({ env: { PORT: "0" } }),
+    prefix: "",
+    ready: () => /listening on (http:\/\/127\.0\.0\.1:\d+)/,
+  },
 ];
 
 /**
@@ -496,13 +723,24 @@ const exampleEnv = (): Record<string, string | undefined> => ({
 });
 
 /** Starts a long-running command in its own process group; resolves once `until` finds its output. */
-function background(command: string[], options: { cwd: string; env: Record<string, string | undefined>; until: RegExp }): Promise<ChildProcess> {
+function background(
+  command: string[],
+  options: { cwd: string; env: Record<string, string | undefined>; until: RegExp },
+): Promise<ChildProcess> {
   const [file, ...args] = command;
-  const child = spawn(file, args, { cwd: options.cwd, env: { ...process.env, ...quiet, ...options.env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawn(file, args, {
+    cwd: options.cwd,
+    env: { ...process.env, ...quiet, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   children.add(child);
   let output = "";
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${command.join(" ")} did not get ready within 60 s:\n${output}`)), 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`${command.join(" ")} did not get ready within 60 s:\n${output}`)),
+      60_000,
+    );
     const onData = (chunk: Buffer) => {
       output += String(chunk);
       if (options.until.test(output)) {
@@ -525,20 +763,37 @@ describe("the examples, each as its README says (a copy of the folder beside the
       const steps = exampleSteps(spec.name);
       // The README's first step is what beforeAll ran in the repository root (npm ci is this repository's install).
       expect(steps.pack).toEqual(["npm ci && npm pack"]);
-      const pkg = JSON.parse(readFileSync(join(repo, "examples", spec.name, "package.json"), "utf8")) as { dependencies: Record<string, string> };
+      const pkg = JSON.parse(readFileSync(join(repo, "examples", spec.name, "package.json"), "utf8")) as {
+        dependencies: Record<string, string>;
+      };
       expect(pkg.dependencies["edge-redlock"]).toBe(`file:../../${tarball.split("/").pop()}`);
 
       const dir = join(scratch, "examples", spec.name);
-      cpSync(join(repo, "examples", spec.name), dir, { recursive: true, filter: (path) => !/\/(node_modules|\.next|\.wrangler)$|\.dev\.vars$|\/\.env(\.local)?$/.test(path) });
+      cpSync(join(repo, "examples", spec.name), dir, {
+        recursive: true,
+        filter: (path) => !/\/(node_modules|\.next|\.wrangler)$|\.dev\.vars$|\/\.env(\.local)?$/.test(path),
+      });
       const env = exampleEnv();
       for (const line of steps.install) ok(await run(...splitCommand(line), { cwd: dir, env }), line);
 
       const [nodesCommand] = steps.nodes;
-      const nodes = await background(nodesCommand.split(" "), { cwd: dir, env, until: /local nodes running; their variables are in / });
+      const nodes = await background(nodesCommand.split(" "), {
+        cwd: dir,
+        env,
+        until: /local nodes running; their variables are in /,
+      });
       try {
         const written = readFileSync(join(dir, spec.envFile), "utf8");
-        const vars = Object.fromEntries(written.split("\n").filter((l) => l.includes("=")).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
-        const holderNodes = [1, 2, 3, 4, 5].map((n) => ({ url: vars[envNames(n).url], token: vars[envNames(n).token] }));
+        const vars = Object.fromEntries(
+          written
+            .split("\n")
+            .filter((l) => l.includes("="))
+            .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+        );
+        const holderNodes = [1, 2, 3, 4, 5].map((n) => ({
+          url: vars[envNames(n).url],
+          token: vars[envNames(n).token],
+        }));
         for (const line of steps.check) ok(await run(...splitCommand(line), { cwd: dir, env }), line);
 
         const [serveCommand] = steps.serve;
@@ -546,13 +801,19 @@ describe("the examples, each as its README says (a copy of the folder beside the
         const extra = spec.port(port);
         const [file, ...args] = serveCommand.split(" ");
         const ready = spec.ready(port);
-        const base = await serve(file, [...args, ...(extra.args ?? [])], { cwd: dir, env: { ...env, ...extra.env }, ready });
+        const base = await serve(file, [...args, ...(extra.args ?? [])], {
+          cwd: dir,
+          env: { ...env, ...extra.env },
+          ready,
+        });
         const origin = new URL(base).origin + spec.prefix;
         await exerciseCounter(overHttp(origin), spec.name, holderNodes);
 
         if (spec.name === "cloudflare-worker") {
           // using() inside ctx.waitUntil: answered 202 at once, the increments land after the responses.
-          const accepted = await Promise.all(Array.from({ length: 3 }, () => fetch(`${origin}/counter/worker-bg/background`, { method: "POST" })));
+          const accepted = await Promise.all(
+            Array.from({ length: 3 }, () => fetch(`${origin}/counter/worker-bg/background`, { method: "POST" })),
+          );
           expect(accepted.map((r) => r.status)).toEqual([202, 202, 202]);
           let value = 0;
           for (let i = 0; i < 100 && value < 3; i++) {
