@@ -11,9 +11,16 @@ export default defineConfig({
     maxWorkers: 2,
     projects: [
       {
+        // No redis-server and no network: `npm run test:unit` runs this project alone.
         test: {
-          name: "node",
-          include: ["test/unit/**/*.test.ts", "test/integration/**/*.test.ts"],
+          name: "unit",
+          include: ["test/unit/**/*.test.ts"],
+        },
+      },
+      {
+        test: {
+          name: "integration",
+          include: ["test/integration/**/*.test.ts"],
           globalSetup: ["test/global-setup.ts"],
         },
       },

@@ -5,7 +5,22 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
 import { nodeAdmin, settle as settleAdmins } from "../../dev/admin.ts";
 import { startCluster, type Cluster } from "../../dev/cluster.ts";
 import { upstashNode, type Redlock, type RedlockNode } from "../../src/index.ts";
-import { ACQUIRE, EXTEND, FAIR_ACQUIRE, FAIR_SEMAPHORE_ACQUIRE, FENCE, FENCED_ACQUIRE, FENCED_FAIR_ACQUIRE, LEAVE, RELEASE, REQUEUE, RW_READ_ACQUIRE, RW_READ_EXTEND, RW_READ_RELEASE, RW_WRITE_ACQUIRE } from "../../src/scripts/index.ts";
+import {
+  ACQUIRE,
+  EXTEND,
+  FAIR_ACQUIRE,
+  FAIR_SEMAPHORE_ACQUIRE,
+  FENCE,
+  FENCED_ACQUIRE,
+  FENCED_FAIR_ACQUIRE,
+  LEAVE,
+  RELEASE,
+  REQUEUE,
+  RW_READ_ACQUIRE,
+  RW_READ_EXTEND,
+  RW_READ_RELEASE,
+  RW_WRITE_ACQUIRE,
+} from "../../src/scripts/index.ts";
 
 export interface Fixture {
   cluster: Cluster;
@@ -44,7 +59,9 @@ export function useCluster(nodes = 5): Fixture {
     fixture.admins = fixture.cluster.nodes.map((n) => nodeAdmin(n.adminUrl));
     fixture.outstanding = new Set();
     fixture.sent = fixture.cluster.nodes.map(() => []);
-    fixture.nodes = fixture.cluster.nodes.map((n, i) => counted(upstashNode({ url: n.url, token: n.token }), fixture.outstanding, () => fixture.sent[i]));
+    fixture.nodes = fixture.cluster.nodes.map((n, i) =>
+      counted(upstashNode({ url: n.url, token: n.token }), fixture.outstanding, () => fixture.sent[i]),
+    );
     fixture.tcp = fixture.cluster.nodes.map((n) => {
       const client = new TcpRedis(n.redisUrl, { maxRetriesPerRequest: 1, retryStrategy: () => 50 });
       client.on("error", () => {});
@@ -77,8 +94,27 @@ export function useCluster(nodes = 5): Fixture {
 export async function loadScripts(fixture: Fixture): Promise<void> {
   await Promise.all(
     fixture.cluster.nodes.flatMap((node) =>
-      [ACQUIRE, EXTEND, FENCE, FENCED_ACQUIRE, FENCED_FAIR_ACQUIRE, RELEASE, FAIR_ACQUIRE, FAIR_SEMAPHORE_ACQUIRE, LEAVE, REQUEUE, RW_READ_ACQUIRE, RW_WRITE_ACQUIRE, RW_READ_EXTEND, RW_READ_RELEASE].map(async (script) => {
-        const res = await fetch(node.url, { method: "POST", headers: { authorization: `Bearer ${node.token}` }, body: JSON.stringify(["script", "load", script.lua]) });
+      [
+        ACQUIRE,
+        EXTEND,
+        FENCE,
+        FENCED_ACQUIRE,
+        FENCED_FAIR_ACQUIRE,
+        RELEASE,
+        FAIR_ACQUIRE,
+        FAIR_SEMAPHORE_ACQUIRE,
+        LEAVE,
+        REQUEUE,
+        RW_READ_ACQUIRE,
+        RW_WRITE_ACQUIRE,
+        RW_READ_EXTEND,
+        RW_READ_RELEASE,
+      ].map(async (script) => {
+        const res = await fetch(node.url, {
+          method: "POST",
+          headers: { authorization: `Bearer ${node.token}` },
+          body: JSON.stringify(["script", "load", script.lua]),
+        });
         if (!res.ok) throw new Error(`SCRIPT LOAD failed: HTTP ${res.status}`);
       }),
     ),
@@ -115,7 +151,9 @@ export function capturedWarnings(): string[] {
     logged.length = 0;
     console.warn = (...args: unknown[]) => void logged.push(args.map((a) => inspect(a, { depth: 10 })).join(" "));
   });
-  afterEach(() => void (console.warn = original));
+  afterEach(() => {
+    console.warn = original;
+  });
   return logged;
 }
 
@@ -133,7 +171,12 @@ export const textsOf = (thing: unknown): string[] => [
  * nodes before its acquire ran. Checks that the release saw nothing to delete there (or did not wait for
  * them), and that the follow-up releases of `pending` leave no key on any node.
  */
-export async function releaseOvertakingStragglers(env: Fixture, redlock: Redlock, prefix: string, count: number): Promise<void> {
+export async function releaseOvertakingStragglers(
+  env: Fixture,
+  redlock: Redlock,
+  prefix: string,
+  count: number,
+): Promise<void> {
   await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 300 })));
   const keys = Array.from({ length: count }, (_, i) => `${prefix}:${i}`);
   const locks = await Promise.all(keys.map((k) => redlock.acquire([k], 10_000)));
@@ -144,5 +187,9 @@ export async function releaseOvertakingStragglers(env: Fixture, redlock: Redlock
   for (const r of results) for (const i of [3, 4]) expect(["denied", "unanswered"]).toContain(r.votes[i].outcome);
   await Promise.all(results.map((r) => r.pending));
   await settle(env);
-  for (const k of keys) expect((await Promise.all(env.tcp.map((t) => t.exists(k)))).reduce((a, b) => a + b, 0), k).toBe(0);
+  for (const k of keys)
+    expect(
+      (await Promise.all(env.tcp.map((t) => t.exists(k)))).reduce((a, b) => a + b, 0),
+      k,
+    ).toBe(0);
 }

@@ -12,7 +12,9 @@ const SHIM = [
   "local redis = (function(real) local timed = false",
   "local writes = {SET = true, INCR = true, INCRBY = true, DEL = true, PEXPIRE = true, EXPIRE = true, ZADD = true, ZREM = true, ZREMRANGEBYSCORE = true}",
   "local function refusal(name) name = string.upper(tostring(name))",
-  "if name == 'TIME' then timed = true elseif timed and writes[name] then return " + JSON.stringify(WRITE_AFTER_TIME_ERROR) + " end end",
+  "if name == 'TIME' then timed = true elseif timed and writes[name] then return " +
+    JSON.stringify(WRITE_AFTER_TIME_ERROR) +
+    " end end",
   "return setmetatable({",
   "call = function(...) local r = refusal(...) if r then error({err = r}) end return real.call(...) end,",
   "pcall = function(...) local r = refusal(...) if r then return {err = r} end return real.pcall(...) end,",
@@ -48,7 +50,11 @@ export async function refusingEngine(target: string): Promise<{ url: string; sto
       const value = req.headers[name];
       if (typeof value === "string") headers[name] = value;
     }
-    const answer = await fetch(target.replace(/\/+$/, "") + path, { method: "POST", headers, body: JSON.stringify(sent) });
+    const answer = await fetch(target.replace(/\/+$/, "") + path, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(sent),
+    });
     res.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/json" });
     res.end(await answer.text());
   });
@@ -56,6 +62,10 @@ export async function refusingEngine(target: string): Promise<{ url: string; sto
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    stop: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -1,5 +1,5 @@
 // The simulator's nodes: the package's MemoryNode (src/testing/memory-node.ts) on a virtual clock, plus the
-// negative controls the project's own tests use (test/integration/sim-conformance.test.ts holds both to real Redis).
+// negative controls the project's own tests use (test/integration/testing/sim-conformance.test.ts holds both to real Redis).
 import { MemoryNode, type MemoryMode, type MemoryRequest } from "../../src/testing/memory-node.ts";
 import type { VirtualClock } from "./virtual-clock.ts";
 

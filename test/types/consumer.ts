@@ -1,7 +1,15 @@
 // A user's project, type-checked against the built package (dist/*.d.ts) through the package's own
 // `exports`: strict, ES2022 + DOM libs only, and skipLibCheck off, so every declaration we ship is checked.
 import { Hono } from "hono";
-import { Redlock, LockAcquisitionError, checkNodes, nodesFromEnv, type DoctorReport, type Lock, type ReleaseResult } from "edge-redlock";
+import {
+  Redlock,
+  LockAcquisitionError,
+  checkNodes,
+  nodesFromEnv,
+  type DoctorReport,
+  type Lock,
+  type ReleaseResult,
+} from "edge-redlock";
 import { redlock, type RedlockVariables } from "edge-redlock/hono";
 
 export async function pay(env: Record<string, string>): Promise<number> {
@@ -16,8 +24,10 @@ export async function pay(env: Record<string, string>): Promise<number> {
 
 export const isBusy = (error: unknown): boolean => error instanceof LockAcquisitionError && error.reason === "held";
 
-export const app = new Hono<{ Variables: RedlockVariables }>().post("/orders/:id/pay", redlock((c) => `order:${c.req.param("id")}`, { ttl: 10_000 }), (c) =>
-  c.json({ until: c.var.lock.expiresAt, lost: c.var.lock.signal.aborted }),
+export const app = new Hono<{ Variables: RedlockVariables }>().post(
+  "/orders/:id/pay",
+  redlock((c) => `order:${c.req.param("id")}`, { ttl: 10_000 }),
+  (c) => c.json({ until: c.var.lock.expiresAt, lost: c.var.lock.signal.aborted }),
 );
 
 /** A Worker's bindings as `wrangler types` declares them: an interface (no index signature) with a non-string binding. */
@@ -40,7 +50,11 @@ import { Redlock as MutexRedlock, type Lock as MutexLock } from "edge-redlock/mu
 import { readWrite, semaphore } from "edge-redlock/hono";
 
 const mutex: MutexRedlock = MutexRedlock.fromEnv({});
-export const mutexApp = new Hono<{ Variables: RedlockVariables }>().post("/pay", redlock("pay", { redlock: mutex }), (c) => c.text("ok"));
+export const mutexApp = new Hono<{ Variables: RedlockVariables }>().post(
+  "/pay",
+  redlock("pay", { redlock: mutex }),
+  (c) => c.text("ok"),
+);
 export const anyRedlock: MutexRedlock = Redlock.fromEnv({});
 export const sameLock = async (): Promise<MutexLock> => mutex.acquire(["k"], 5_000);
 // @ts-expect-error the mutex alone has no semaphore()

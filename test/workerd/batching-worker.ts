@@ -1,4 +1,4 @@
-// A worker for test/integration/workerd-batching.test.ts: one module-scope Redlock shared by every
+// A worker for test/integration/transport/workerd-batching.test.ts: one module-scope Redlock shared by every
 // request of the isolate, as users write it. Bundled with esbuild and run in workerd by Miniflare.
 import { Redlock } from "../../src/index.ts";
 
@@ -22,15 +22,25 @@ export default {
     const url = new URL(request.url);
     // A generous nodeTimeout: a request answered after it may land after its follow-up release (a documented
     // residue, docs/SAFETY.md), which would leave a key behind for its ttl on a loaded machine.
-    redlock ??= new Redlock(JSON.parse(env.NODES), { retryCount: 2, retryDelay: 20, retryJitter: 10, nodeTimeout: 2_000 });
+    redlock ??= new Redlock(JSON.parse(env.NODES), {
+      retryCount: 2,
+      retryDelay: 20,
+      retryJitter: 10,
+      nodeTimeout: 2_000,
+    });
     if (url.pathname === "/many") {
       // Lock every item of an order at once ("locking many items"), work a moment, release them all.
       const locker = redlock;
-      const keys = Array.from({ length: Number(url.searchParams.get("n")) }, (_, i) => `${url.searchParams.get("id")}:item:${i}`);
+      const keys = Array.from(
+        { length: Number(url.searchParams.get("n")) },
+        (_, i) => `${url.searchParams.get("id")}:item:${i}`,
+      );
       const before = subrequests;
       if (url.searchParams.has("quit")) {
         // A request that gives up at once and answers: its own fetches are cancelled when it ends.
-        const quit = await Promise.allSettled(keys.map((key) => locker.acquire([key], 5_000, { signal: AbortSignal.timeout(3) })));
+        const quit = await Promise.allSettled(
+          keys.map((key) => locker.acquire([key], 5_000, { signal: AbortSignal.timeout(3) })),
+        );
         return Response.json({ gaveUp: quit.filter((q) => q.status === "rejected").length });
       }
       const locks = await Promise.all(keys.map((key) => locker.acquire([key], 5_000)));

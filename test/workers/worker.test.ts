@@ -8,7 +8,6 @@ const nodes = inject("clusterNodes");
 const admins = nodes.map((n) => nodeAdmin(n.adminUrl));
 const worker = (path: string, init?: RequestInit) => exports.default.fetch(new Request(`http://demo${path}`, init));
 
-
 describe("inside workerd", () => {
   it("the library acquires, contends, extends and releases with Web Crypto, fetch and AbortSignal.timeout", async () => {
     const redlock = new Redlock(nodes, { retryCount: 0 });
@@ -49,14 +48,18 @@ describe("inside workerd", () => {
 
   it("N concurrent reservations on stock S < N: exactly S succeed, the rest wait then see sold out", async () => {
     await worker("/stock/wd-widget", { method: "PUT", body: JSON.stringify({ count: 3 }) });
-    const responses = await Promise.all(Array.from({ length: 6 }, () => worker("/stock/wd-widget/reserve?wait=15000", { method: "POST" })));
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, () => worker("/stock/wd-widget/reserve?wait=15000", { method: "POST" })),
+    );
     expect(responses.map((r) => r.status).sort()).toEqual([200, 200, 200, 409, 409, 409]);
     expect(await (await worker("/stock/wd-widget")).json()).toEqual({ count: 0, reserved: 3, orders: 3, oversold: 0 });
   });
 
   it("fail-fast contention: successes never exceed the stock, the others get 423, the stock stays consistent", async () => {
     await worker("/stock/wd-fast", { method: "PUT", body: JSON.stringify({ count: 2 }) });
-    const responses = await Promise.all(Array.from({ length: 5 }, () => worker("/stock/wd-fast/reserve", { method: "POST" })));
+    const responses = await Promise.all(
+      Array.from({ length: 5 }, () => worker("/stock/wd-fast/reserve", { method: "POST" })),
+    );
     const statuses = responses.map((r) => r.status);
     const ok = statuses.filter((s) => s === 200).length;
     expect(ok).toBeLessThanOrEqual(2); // all five may also lose to a split vote: fail fast means no retry
@@ -90,26 +93,37 @@ describe("inside workerd", () => {
     expect(first.status).toBe(200);
     const reader = first.body!.getReader();
     await reader.read();
-    // Mid-stream: a second run of the same report is refused (before the fix it got 200 while the first still streamed).
+    // Mid-stream: a second run of the same report is refused while the first still streams.
     await new Promise((r) => setTimeout(r, 300));
     const second = await worker("/reports/wd-stream/stream?lines=1", { method: "POST" });
     expect(second.status).toBe(423);
     await second.body?.cancel();
     let text = "";
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += new TextDecoder().decode(chunk.value);
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+      text += new TextDecoder().decode(chunk.value);
     expect(text).toContain("line 8 of 8");
     // Released after the body ended: the lock's ttl is 2 s, so getting it within 1.5 s proves it was released.
-    const lock = await new Redlock(nodes).acquire(["lock:report:wd-stream"], 2_000, { maxWait: 1_500, retryDelay: 50, retryJitter: 25 });
+    const lock = await new Redlock(nodes).acquire(["lock:report:wd-stream"], 2_000, {
+      maxWait: 1_500,
+      retryDelay: 50,
+      retryJitter: 25,
+    });
     await lock.release();
   });
 
   it("a semaphore route: concurrent renders across requests of the isolate, never more than 2 at once; status reads through inspect", async () => {
     await worker("/renders", { method: "DELETE" });
-    const responses = await Promise.all(Array.from({ length: 5 }, (_, i) => worker(`/renders/wd${i}?wait=15000`, { method: "POST" })));
+    const responses = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => worker(`/renders/wd${i}?wait=15000`, { method: "POST" })),
+    );
     expect(responses.map((r) => r.status)).toEqual(Array(5).fill(200));
     const log = (await (await worker("/renders")).json()) as { runs: number; mostAtOnce: number };
     expect(log).toMatchObject({ runs: 5, mostAtOnce: 2 });
-    const status = (await (await worker("/status/nothing-here")).json()) as { heldByQuorum: boolean; freeInMs: number; nodes: unknown[] };
+    const status = (await (await worker("/status/nothing-here")).json()) as {
+      heldByQuorum: boolean;
+      freeInMs: number;
+      nodes: unknown[];
+    };
     expect(status).toMatchObject({ heldByQuorum: false, freeInMs: 0 });
     expect(status.nodes).toHaveLength(5);
   });
@@ -133,7 +147,11 @@ describe("inside workerd", () => {
     const after = Array.from({ length: 3 }, () => worker("/docs/wd-doc?wait=15000"));
     const responses = await Promise.all([...reads, write, ...after]);
     expect(responses.map((r) => r.status)).toEqual(Array(7).fill(200));
-    const runs = (await (await worker("/docs/wd-doc/runs")).json()) as { runs: number; writerOverlaps: number; mostReadersAtOnce: number };
+    const runs = (await (await worker("/docs/wd-doc/runs")).json()) as {
+      runs: number;
+      writerOverlaps: number;
+      mostReadersAtOnce: number;
+    };
     expect(runs).toMatchObject({ runs: 7, writerOverlaps: 0 });
     expect(runs.mostReadersAtOnce).toBeGreaterThanOrEqual(2);
   });
@@ -142,11 +160,19 @@ describe("inside workerd", () => {
     // /jobs/:name/run throws inside the handler when the store holds a non-numeric run counter.
     const redlock = new Redlock(nodes);
     const store = nodes[0];
-    await fetch(store.url, { method: "POST", headers: { authorization: `Bearer ${store.token}` }, body: JSON.stringify(["set", "job:wd-throw:runs", "not a number"]) });
+    await fetch(store.url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${store.token}` },
+      body: JSON.stringify(["set", "job:wd-throw:runs", "not a number"]),
+    });
     const res = await worker("/jobs/wd-throw/run", { method: "POST" });
     expect(res.status).toBe(500);
     // The release runs through waitUntil; the lock's ttl is 5 s, so getting it within 2 s proves it was released.
-    const lock = await redlock.acquire(["lock:job:wd-throw"], 5_000, { maxWait: 2_000, retryDelay: 50, retryJitter: 25 });
+    const lock = await redlock.acquire(["lock:job:wd-throw"], 5_000, {
+      maxWait: 2_000,
+      retryDelay: 50,
+      retryJitter: 25,
+    });
     await lock.release();
   });
 });

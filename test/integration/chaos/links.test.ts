@@ -2,8 +2,8 @@
 // and a fault on a link hits that client alone. Real redis-server and bridge.
 import { Redis as TcpRedis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { nodeAdmin } from "../../dev/admin.ts";
-import { startCluster, type Cluster } from "../../dev/cluster.ts";
+import { nodeAdmin } from "../../../dev/admin.ts";
+import { startCluster, type Cluster } from "../../../dev/cluster.ts";
 
 let cluster: Cluster;
 let tcp: TcpRedis;

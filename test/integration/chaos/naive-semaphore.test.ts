@@ -4,12 +4,12 @@
 // more than three.
 import { Redis as TcpRedis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { linkName } from "../../chaos/bed.ts";
-import { planSemaphoreWindows, prng } from "../../chaos/faults.ts";
-import { NaiveSemaphore, NaiveSemaphoreError, naiveKey } from "../../chaos/naive-semaphore.ts";
-import { permitsHeldOn } from "../../chaos/watch.ts";
-import { Redlock } from "../../src/index.ts";
-import { startCluster, type Cluster } from "../../dev/cluster.ts";
+import { linkName } from "../../../chaos/bed.ts";
+import { planSemaphoreWindows, prng } from "../../../chaos/faults.ts";
+import { NaiveSemaphore, NaiveSemaphoreError, naiveKey } from "../../../chaos/naive-semaphore.ts";
+import { permitsHeldOn } from "../../../chaos/watch.ts";
+import { Redlock } from "../../../src/index.ts";
+import { startCluster, type Cluster } from "../../../dev/cluster.ts";
 
 const CLIENTS = [0, 1, 2, 3, 4];
 const NODE_TIMEOUT = 150;
@@ -21,7 +21,13 @@ let links: { url: string; token: string }[][];
 beforeAll(async () => {
   cluster = await startCluster({ nodes: 5 });
   tcp = cluster.nodes.map((n) => new TcpRedis(n.redisUrl));
-  links = await Promise.all(CLIENTS.map((c) => Promise.all(cluster.bridges.map(async (b) => ({ url: await b.addLink(linkName(c)), token: cluster.nodes[0].token })))));
+  links = await Promise.all(
+    CLIENTS.map((c) =>
+      Promise.all(
+        cluster.bridges.map(async (b) => ({ url: await b.addLink(linkName(c)), token: cluster.nodes[0].token })),
+      ),
+    ),
+  );
 });
 afterAll(async () => {
   for (const t of tcp) t.disconnect();
@@ -35,7 +41,9 @@ beforeEach(async () => {
 /** Cuts every client's links outside its window (seeded); returns the windows. */
 function cutWindows(seed: number): number[][] {
   const plan = planSemaphoreWindows(prng(seed), CLIENTS, 5);
-  for (const group of plan.cuts) for (const node of group.nodes) for (const c of group.clients) cluster.bridges[node].setLinkFaults(linkName(c), { cut: true });
+  for (const group of plan.cuts)
+    for (const node of group.nodes)
+      for (const c of group.clients) cluster.bridges[node].setLinkFaults(linkName(c), { cut: true });
   return plan.windows;
 }
 

@@ -6,10 +6,10 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseEnvFile } from "../../cli/env-file.ts";
-import { LockAcquisitionError, Redlock, checkNodes, nodesFromEnv } from "../../src/index.ts";
+import { parseEnvFile } from "../../../cli/env-file.ts";
+import { LockAcquisitionError, Redlock, checkNodes, nodesFromEnv } from "../../../src/index.ts";
 
-const repo = new URL("../../", import.meta.url).pathname;
+const repo = new URL("../../../", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "edge-redlock-dev-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -34,7 +34,9 @@ function start(
 }
 
 const exited = (child: ChildProcess) =>
-  new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", resolve)));
+  new Promise<number | null>((resolve) =>
+    child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", resolve),
+  );
 
 /** Whether a node answers PING with its token. */
 async function answers(url: string, token: string): Promise<boolean> {
@@ -48,7 +50,9 @@ async function answers(url: string, token: string): Promise<boolean> {
 async function allDown(vars: Record<string, string>, nodes: number): Promise<boolean> {
   for (let i = 0; i < 50; i++) {
     const up = await Promise.all(
-      Array.from({ length: nodes }, (_, n) => answers(vars[`UPSTASH_REDIS_REST_URL_${n + 1}`], vars[`UPSTASH_REDIS_REST_TOKEN_${n + 1}`])),
+      Array.from({ length: nodes }, (_, n) =>
+        answers(vars[`UPSTASH_REDIS_REST_URL_${n + 1}`], vars[`UPSTASH_REDIS_REST_TOKEN_${n + 1}`]),
+      ),
     );
     if (up.every((u) => !u)) return true;
     await new Promise((r) => setTimeout(r, 100));
@@ -60,12 +64,17 @@ describe("edge-redlock dev", () => {
   it("writes the variables with mode 0600, keeps the file's other lines, and stops every node on SIGTERM", async () => {
     const file = join(dir, ".dev.vars");
     writeFileSync(file, "API_KEY=keep-me\nUPSTASH_REDIS_REST_URL_1=http://stale\n", { mode: 0o644 });
-    const { child, output } = await start(process.execPath, ["cli/main.ts", "dev", "--nodes", "3", "--out", file], /Ctrl-C/);
+    const { child, output } = await start(
+      process.execPath,
+      ["cli/main.ts", "dev", "--nodes", "3", "--out", file],
+      /Ctrl-C/,
+    );
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const vars = parseEnvFile(readFileSync(file, "utf8"));
     expect(vars.API_KEY).toBe("keep-me");
     expect(vars.UPSTASH_REDIS_REST_URL_1).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    for (const n of [1, 2, 3]) expect(await answers(vars[`UPSTASH_REDIS_REST_URL_${n}`], vars[`UPSTASH_REDIS_REST_TOKEN_${n}`])).toBe(true);
+    for (const n of [1, 2, 3])
+      expect(await answers(vars[`UPSTASH_REDIS_REST_URL_${n}`], vars[`UPSTASH_REDIS_REST_TOKEN_${n}`])).toBe(true);
     expect(output()).not.toContain(vars.UPSTASH_REDIS_REST_TOKEN_1);
     child.kill("SIGTERM");
     expect(await exited(child)).toBe(0);
@@ -74,7 +83,10 @@ describe("edge-redlock dev", () => {
   });
 
   it("an unknown flag exits 2 with the help, which names --out (not --env-file: Node 24 takes that flag itself)", async () => {
-    const child = spawn(process.execPath, ["cli/main.ts", "dev", "--vars", "x"], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["cli/main.ts", "dev", "--vars", "x"], {
+      cwd: repo,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let err = "";
     child.stderr!.on("data", (c) => (err += String(c)));
     expect(await exited(child)).toBe(2);
@@ -95,10 +107,13 @@ describe("edge-redlock dev --memory", () => {
     expect(output()).toMatch(/5 memory nodes \(the library's scripts on an in-process store\) running/);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const vars = parseEnvFile(readFileSync(file, "utf8"));
-    for (const n of [1, 2, 3, 4, 5]) expect(await answers(vars[`UPSTASH_REDIS_REST_URL_${n}`], vars[`UPSTASH_REDIS_REST_TOKEN_${n}`])).toBe(true);
+    for (const n of [1, 2, 3, 4, 5])
+      expect(await answers(vars[`UPSTASH_REDIS_REST_URL_${n}`], vars[`UPSTASH_REDIS_REST_TOKEN_${n}`])).toBe(true);
     const redlock = Redlock.fromEnv(vars);
     const lock = await redlock.acquire(["dev:memory"], 5_000);
-    await expect(redlock.acquire(["dev:memory"], 5_000, { retryCount: 0 })).rejects.toBeInstanceOf(LockAcquisitionError);
+    await expect(redlock.acquire(["dev:memory"], 5_000, { retryCount: 0 })).rejects.toBeInstanceOf(
+      LockAcquisitionError,
+    );
     await (await lock.release()).pending;
     expect((await checkNodes(nodesFromEnv(vars), { samples: 2, settleMs: 20 })).ok).toBe(true);
     child.kill("SIGTERM");

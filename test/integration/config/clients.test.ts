@@ -1,20 +1,32 @@
+// Ways to hand the nodes to Redlock, on the real cluster: @upstash/redis instances built by the user (not waited for
+// past nodeTimeout on a hung node), and fromEnv reading UPSTASH_REDIS_REST_URL_n / _TOKEN_n, which names every
+// missing variable and never prints a value.
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, MissingConfigurationError, Redlock, envNames } from "../../src/index.ts";
-import { useCluster } from "./fixture.ts";
+import { LockAcquisitionError, MissingConfigurationError, Redlock, envNames } from "../../../src/index.ts";
+import { useCluster } from "../fixture.ts";
 
 const env = useCluster();
 
 function envOf(nodes: { url: string; token: string }[]): Record<string, string> {
-  return Object.fromEntries(nodes.flatMap((n, i) => [[envNames(i + 1).url, n.url], [envNames(i + 1).token, n.token]]));
+  return Object.fromEntries(
+    nodes.flatMap((n, i) => [
+      [envNames(i + 1).url, n.url],
+      [envNames(i + 1).token, n.token],
+    ]),
+  );
 }
 
 describe("ways to hand the nodes to Redlock", () => {
   it("accepts @upstash/redis Redis instances built by the user", async () => {
-    const clients = env.cluster.nodes.map((n) => new Redis({ url: n.url, token: n.token, retry: { retries: 0 }, enableAutoPipelining: false }));
+    const clients = env.cluster.nodes.map(
+      (n) => new Redis({ url: n.url, token: n.token, retry: { retries: 0 }, enableAutoPipelining: false }),
+    );
     const redlock = new Redlock(clients);
     const lock = await redlock.acquire(["user-client"], 5_000);
-    await expect(new Redlock(clients, { retryCount: 0 }).acquire(["user-client"], 5_000)).rejects.toBeInstanceOf(LockAcquisitionError);
+    await expect(new Redlock(clients, { retryCount: 0 }).acquire(["user-client"], 5_000)).rejects.toBeInstanceOf(
+      LockAcquisitionError,
+    );
     const result = await lock.release();
     expect(result.released).toBeGreaterThanOrEqual(3);
     await result.pending;
@@ -27,9 +39,15 @@ describe("ways to hand the nodes to Redlock", () => {
     await env.admins[1].faults({ hang: true });
     await env.admins[2].faults({ hang: true });
     const started = performance.now();
-    const error = (await new Redlock(clients, { nodeTimeout: 200, retryCount: 0 }).acquire(["k"], 5_000).catch((e: unknown) => e)) as LockAcquisitionError;
+    const error = (await new Redlock(clients, { nodeTimeout: 200, retryCount: 0 })
+      .acquire(["k"], 5_000)
+      .catch((e: unknown) => e)) as LockAcquisitionError;
     expect(error.reason).toBe("unreachable");
-    expect(error.attempts[0].votes.slice(0, 3).map((v) => v.outcome === "error" && v.cause)).toEqual(["timeout", "timeout", "timeout"]);
+    expect(error.attempts[0].votes.slice(0, 3).map((v) => v.outcome === "error" && v.cause)).toEqual([
+      "timeout",
+      "timeout",
+      "timeout",
+    ]);
     expect(performance.now() - started).toBeLessThan(2_000);
   });
 

@@ -3,8 +3,15 @@
 import { Redis } from "@upstash/redis";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { InvalidArgumentError, MissingConfigurationError, Redlock, fencedRead, fencedWrite, nodesFromEnv } from "../../src/index.ts";
-import { useCluster } from "./fixture.ts";
+import {
+  InvalidArgumentError,
+  MissingConfigurationError,
+  Redlock,
+  fencedRead,
+  fencedWrite,
+  nodesFromEnv,
+} from "../../../src/index.ts";
+import { useCluster } from "../fixture.ts";
 
 const env = useCluster();
 
@@ -44,10 +51,30 @@ describe("invalid input", () => {
       ["a node label that is empty", () => new Redlock([{ ...nodes[0], label: "" }])],
       ["same node twice, one with /#a", () => new Redlock([nodes[0], { ...nodes[0], url: `${nodes[0].url}/#a` }])],
       ["same node twice, one with /?a", () => new Redlock([nodes[0], { ...nodes[0], url: `${nodes[0].url}/?a` }])],
-      ["same node twice, one with a trailing slash", () => new Redlock([nodes[0], { ...nodes[0], url: `${nodes[0].url}/` }])],
-      ["same node twice, one as an IPv4-mapped IPv6 address", () => new Redlock([nodes[0], { ...nodes[0], url: nodes[0].url.replace("127.0.0.1", "[::ffff:127.0.0.1]") }])],
-      ["same host twice, one with a trailing dot", () => new Redlock([{ url: "https://db.example", token: "token-one" }, { url: "https://db.example.", token: "token-two" }])],
-      ["same host and port twice, http and https", () => new Redlock([{ url: "https://db.example:8443", token: "token-one" }, { url: "http://db.example:8443", token: "token-two" }])],
+      [
+        "same node twice, one with a trailing slash",
+        () => new Redlock([nodes[0], { ...nodes[0], url: `${nodes[0].url}/` }]),
+      ],
+      [
+        "same node twice, one as an IPv4-mapped IPv6 address",
+        () => new Redlock([nodes[0], { ...nodes[0], url: nodes[0].url.replace("127.0.0.1", "[::ffff:127.0.0.1]") }]),
+      ],
+      [
+        "same host twice, one with a trailing dot",
+        () =>
+          new Redlock([
+            { url: "https://db.example", token: "token-one" },
+            { url: "https://db.example.", token: "token-two" },
+          ]),
+      ],
+      [
+        "same host and port twice, http and https",
+        () =>
+          new Redlock([
+            { url: "https://db.example:8443", token: "token-one" },
+            { url: "http://db.example:8443", token: "token-two" },
+          ]),
+      ],
       ["token shorter than 8 characters", () => new Redlock([{ url: "https://db.example", token: "short" }])],
       ["url with $ host", () => new Redlock([{ url: "https://$host.example", token: "t" }])],
       ["url with a trailing newline", () => new Redlock([{ url: "https://db.example\n", token: "t" }])],
@@ -73,6 +100,7 @@ describe("invalid input", () => {
       ["empty key", () => redlock.acquire(["ok", ""], 1_000)],
       ["duplicate keys", () => redlock.acquire(["a", "b", "a"], 1_000)],
       ["resources object", () => redlock.acquire({} as never, 1_000)],
+      // biome-ignore lint/suspicious/noSparseArray: a sparse array is the input under test
       ["resources sparse", () => redlock.acquire(["a", , "b"] as string[], 1_000)],
       ["resource in the fence namespace", () => redlock.acquire(["edge-redlock:fence:orders"], 1_000)],
       ["ttl NaN", () => redlock.acquire(["a"], Number.NaN)],
@@ -119,11 +147,15 @@ describe("invalid input", () => {
   });
 
   it("the middleware refuses a bad key with a 500 and sends nothing", async () => {
-    const { redlock } = await import("../../src/hono/index.ts");
+    const { redlock } = await import("../../../src/hono/index.ts");
     await Promise.all(env.admins.map((a) => a.resetCounters()));
     const app = new Hono();
     app.onError((error, c) => c.json({ error: error.name }, 500));
-    app.post("/x", redlock(() => "", { redlock: new Redlock(env.cluster.nodes) }), (c) => c.text("ran"));
+    app.post(
+      "/x",
+      redlock(() => "", { redlock: new Redlock(env.cluster.nodes) }),
+      (c) => c.text("ran"),
+    );
     const res = await app.request("/x", { method: "POST" });
     expect(res.status).toBe(500);
     expect(await res.json()).toEqual({ error: "InvalidArgumentError" });
@@ -134,14 +166,25 @@ describe("invalid input", () => {
 
 describe("middleware options", () => {
   it("are checked when the route is defined", async () => {
-    const { redlock } = await import("../../src/hono/index.ts");
-    for (const options of [{ ttl: 0 }, { ttl: 1.5 }, { ttl: Number.NaN }, { wait: -1 }, { maxHold: 0 }, { lostHeader: "bad header" }]) {
+    const { redlock } = await import("../../../src/hono/index.ts");
+    for (const options of [
+      { ttl: 0 },
+      { ttl: 1.5 },
+      { ttl: Number.NaN },
+      { wait: -1 },
+      { maxHold: 0 },
+      { lostHeader: "bad header" },
+    ]) {
       expect(() => redlock("k", options), JSON.stringify(options)).toThrow(InvalidArgumentError);
     }
     // A ttl not above nodeTimeout: the default Redlock's (500 ms), or the given one's.
     expect(() => redlock("k", { ttl: 300 })).toThrow(InvalidArgumentError);
-    expect(() => redlock("k", { ttl: 300, redlock: new Redlock(env.cluster.nodes, { nodeTimeout: 400 }) })).toThrow(InvalidArgumentError);
-    expect(() => redlock("k", { ttl: 300, redlock: new Redlock(env.cluster.nodes, { nodeTimeout: 200 }) })).not.toThrow();
+    expect(() => redlock("k", { ttl: 300, redlock: new Redlock(env.cluster.nodes, { nodeTimeout: 400 }) })).toThrow(
+      InvalidArgumentError,
+    );
+    expect(() =>
+      redlock("k", { ttl: 300, redlock: new Redlock(env.cluster.nodes, { nodeTimeout: 200 }) }),
+    ).not.toThrow();
     expect(() => redlock(42 as never)).toThrow(InvalidArgumentError);
   });
 });

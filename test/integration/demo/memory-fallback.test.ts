@@ -6,9 +6,9 @@ import { mkdtempSync, readFileSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../../dev/redis-server.ts";
+import { freePort } from "../../../dev/redis-server.ts";
 
-const repo = new URL("../..", import.meta.url).pathname;
+const repo = new URL("../../..", import.meta.url).pathname;
 let child: ChildProcess;
 let url = "";
 let output = "";
@@ -31,7 +31,7 @@ function sh(line: string): string {
 function readmeLines(): { line: string; expected?: string }[] {
   const readme = readFileSync(join(repo, "README.md"), "utf8");
   const section = readme.slice(readme.indexOf("## The demo worker"), readme.indexOf("### Deploying it"));
-  const blocks = [...section.matchAll(/```sh\n([^]*?)```/g)].map((m) => m[1]);
+  const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
   return blocks.flatMap((block) =>
     block
       .split("\n")
@@ -87,7 +87,9 @@ afterAll(async () => {
 describe("npm start without redis-server (memory nodes)", () => {
   it("says in one line that it runs on memory nodes", () => {
     const notices = output.split("\n").filter((line) => /memory nodes/.test(line));
-    expect(notices[0]).toBe("redis-server is not installed: the demo runs on memory nodes (npx edge-redlock dev --memory).");
+    expect(notices[0]).toBe(
+      "redis-server is not installed: the demo runs on memory nodes (npx edge-redlock dev --memory).",
+    );
     expect(output).toMatch(/five local memory nodes: http:\/\/127\.0\.0\.1:\d+/);
   });
 
@@ -107,9 +109,10 @@ describe("npm start without redis-server (memory nodes)", () => {
         expect(stock.orders, printed).toBeGreaterThan(stock.reserved);
         expect(stock.oversold, printed).toBeGreaterThan(0);
       } else
-        expect(matches(printed, expected), `${line}\n  printed:    ${printed}\n  documented: ${expected}\n  after: ${before}`).toBe(
-          true,
-        );
+        expect(
+          matches(printed, expected),
+          `${line}\n  printed:    ${printed}\n  documented: ${expected}\n  after: ${before}`,
+        ).toBe(true);
       before = "";
     }
   }, 120_000);

@@ -5,8 +5,8 @@
 import { createHash } from "node:crypto";
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
-import { Redlock, fencedRead, fencedWrite, type ScriptClient } from "../../src/index.ts";
-import { loadScripts, useCluster } from "./fixture.ts";
+import { Redlock, fencedRead, fencedWrite, type ScriptClient } from "../../../src/index.ts";
+import { loadScripts, useCluster } from "../fixture.ts";
 
 const env = useCluster(1);
 const node = () => env.cluster.nodes[0];
@@ -17,7 +17,14 @@ const post = (path: string, body: unknown, headers: Record<string, string> = {})
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
 /** @upstash/redis as the library configures it: one attempt, no auto-pipelining, raw replies. */
-const raw = () => new Redis({ url: node().url, token: node().token, retry: { retries: 0 }, enableAutoPipelining: false, automaticDeserialization: false });
+const raw = () =>
+  new Redis({
+    url: node().url,
+    token: node().token,
+    retry: { retries: 0 },
+    enableAutoPipelining: false,
+    automaticDeserialization: false,
+  });
 const sha1 = (text: string) => createHash("sha1").update(text).digest("hex");
 const FLAG = "#!lua flags=allow-key-locking\n";
 const DYNAMIC = "ERR Dynamic keys are not allowed in Lua scripts when 'allow-key-locking' flag is set. Key was: ";
@@ -36,7 +43,10 @@ function recording(): { client: ScriptClient; sent: Set<string>; refused: string
       throw error;
     });
   const client: ScriptClient = {
-    eval: (script, keys, args) => (sent.add(script), watch(redis.eval(script, keys, args))),
+    eval: (script, keys, args) => {
+      sent.add(script);
+      return watch(redis.eval(script, keys, args));
+    },
     evalsha: (sha, keys, args) => watch(redis.evalsha(sha, keys, args)),
   };
   return { client, sent, refused };
@@ -60,14 +70,30 @@ describe("allow-key-locking: a flagged script may touch only the keys in KEYS (U
 
   it("checks every key position: multi-key commands, key pairs, numkeys, and redis.pcall (which returns the error)", async () => {
     const redis = raw();
-    await expect(redis.eval(`${FLAG}return redis.call("MSET", KEYS[1], "1", "other", "2")`, ["a"], [])).rejects.toThrow(`${DYNAMIC}other`);
-    await expect(redis.eval(`${FLAG}return redis.call("DEL", KEYS[1], KEYS[2], ARGV[1])`, ["a", "b"], ["c"])).rejects.toThrow(`${DYNAMIC}c`);
-    await expect(redis.eval(`${FLAG}return redis.call("ZUNIONSTORE", KEYS[1], 2, KEYS[2], "z")`, ["d", "s"], [])).rejects.toThrow(`${DYNAMIC}z`);
-    await expect(redis.eval(`${FLAG}return redis.call("RENAME", KEYS[1], "moved")`, ["a"], [])).rejects.toThrow(`${DYNAMIC}moved`);
+    await expect(redis.eval(`${FLAG}return redis.call("MSET", KEYS[1], "1", "other", "2")`, ["a"], [])).rejects.toThrow(
+      `${DYNAMIC}other`,
+    );
+    await expect(
+      redis.eval(`${FLAG}return redis.call("DEL", KEYS[1], KEYS[2], ARGV[1])`, ["a", "b"], ["c"]),
+    ).rejects.toThrow(`${DYNAMIC}c`);
+    await expect(
+      redis.eval(`${FLAG}return redis.call("ZUNIONSTORE", KEYS[1], 2, KEYS[2], "z")`, ["d", "s"], []),
+    ).rejects.toThrow(`${DYNAMIC}z`);
+    await expect(redis.eval(`${FLAG}return redis.call("RENAME", KEYS[1], "moved")`, ["a"], [])).rejects.toThrow(
+      `${DYNAMIC}moved`,
+    );
     // A literal key counts as dynamic, even as a number; an alias of redis.call is checked too.
-    await expect(redis.eval(`${FLAG}local c = redis.call\nreturn c("INCR", 7)`, ["a"], [])).rejects.toThrow(`${DYNAMIC}7`);
+    await expect(redis.eval(`${FLAG}local c = redis.call\nreturn c("INCR", 7)`, ["a"], [])).rejects.toThrow(
+      `${DYNAMIC}7`,
+    );
     expect(await env.tcp[0].exists("a", "other", "moved", "7", "d")).toBe(0); // nothing ran
-    expect(await redis.eval(`${FLAG}redis.call("MSET", KEYS[1], "1", KEYS[2], "2")\nreturn redis.call("DEL", KEYS[1], KEYS[2])`, ["a", "b"], [])).toBe(2);
+    expect(
+      await redis.eval(
+        `${FLAG}redis.call("MSET", KEYS[1], "1", KEYS[2], "2")\nreturn redis.call("DEL", KEYS[1], KEYS[2])`,
+        ["a", "b"],
+        [],
+      ),
+    ).toBe(2);
     const caught = `${FLAG}local r = redis.pcall("GET", "elsewhere")\nreturn {type(r), r.err}`;
     expect(await redis.eval(caught, ["a"], [])).toEqual(["table", `${DYNAMIC}elsewhere`]);
   });
@@ -76,8 +102,12 @@ describe("allow-key-locking: a flagged script may touch only the keys in KEYS (U
     const redis = raw();
     await env.tcp[0].set("survivor", "1");
     for (const command of ["FLUSHDB", "FLUSHALL"]) {
-      await expect(redis.eval(`${FLAG}return redis.call("${command}")`, [], [])).rejects.toThrow(`ERR ${command} is not allowed in Lua scripts when 'allow-key-locking' flag is set`);
-      await expect(redis.eval(`${FLAG}return redis.call("${command.toLowerCase()}", "ASYNC")`, ["survivor"], [])).rejects.toThrow(/allow-key-locking/);
+      await expect(redis.eval(`${FLAG}return redis.call("${command}")`, [], [])).rejects.toThrow(
+        `ERR ${command} is not allowed in Lua scripts when 'allow-key-locking' flag is set`,
+      );
+      await expect(
+        redis.eval(`${FLAG}return redis.call("${command.toLowerCase()}", "ASYNC")`, ["survivor"], []),
+      ).rejects.toThrow(/allow-key-locking/);
     }
     expect(await env.tcp[0].get("survivor")).toBe("1");
     expect(await redis.eval(`return redis.call("FLUSHDB")`, [], [])).toBe("OK"); // without the flag: the global lock, allowed
@@ -88,7 +118,9 @@ describe("allow-key-locking: a flagged script may touch only the keys in KEYS (U
     const redis = raw();
     const readOnly = "#!lua flags=no-writes,allow-key-locking\nreturn redis.call('SET', KEYS[1], 'x')";
     await expect(redis.eval(readOnly, ["k"], [])).rejects.toThrow(/not allowed from read-only scripts/);
-    await expect(redis.eval(`${FLAG}local a = 1\nlocal b = 2\nerror("boom")`, [], [])).rejects.toThrow(/user_script:3: boom/);
+    await expect(redis.eval(`${FLAG}local a = 1\nlocal b = 2\nerror("boom")`, [], [])).rejects.toThrow(
+      /user_script:3: boom/,
+    );
   });
 
   it("runs every script the library sends, as the library sends it, under the guard", async () => {
@@ -113,7 +145,8 @@ describe("allow-key-locking: a flagged script may touch only the keys in KEYS (U
 
   it("refuses a variant of the library's fenced acquire script that derives its fence key inside Lua, as Upstash would", async () => {
     const { client, sent } = recording();
-    await (await (await new Redlock([client], { retryCount: 0 }).acquire(["r1"], 5_000, { fencing: true })).release()).pending;
+    await (await (await new Redlock([client], { retryCount: 0 }).acquire(["r1"], 5_000, { fencing: true })).release())
+      .pending;
     const acquire = [...sent].find((lua) => lua.includes("KEYS[n + i]"));
     expect(acquire).toBeDefined();
     const derived = (acquire as string).replaceAll("KEYS[n + i]", '(KEYS[i] .. ":fence")');
@@ -168,7 +201,14 @@ describe("Upstash's size limits, with its error texts", () => {
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: "ERR max request size exceeded" });
     await expect(raw().set("big", big)).rejects.toThrow(/^ERR max request size exceeded/);
-    expect((await post("/pipeline", [["set", "big", big.slice(0, 6_000_000)], ["set", "big2", big.slice(0, 6_000_000)]])).status).toBe(400);
+    expect(
+      (
+        await post("/pipeline", [
+          ["set", "big", big.slice(0, 6_000_000)],
+          ["set", "big2", big.slice(0, 6_000_000)],
+        ])
+      ).status,
+    ).toBe(400);
     expect(await env.tcp[0].exists("big", "big2")).toBe(0);
     expect(await (await post("/", ["set", "big", big.slice(0, 9_000_000)])).json()).toEqual({ result: "OK" });
     expect(await env.tcp[0].strlen("big")).toBe(9_000_000);
@@ -186,11 +226,28 @@ describe("Upstash's size limits, with its error texts", () => {
     await expect(redis.eval(script, [long], ["v"])).rejects.toThrow(text);
     await expect(redis.evalsha(sha1(script), ["ok", long], ["v"])).rejects.toThrow(text);
     await expect(redis.del("a", long)).rejects.toThrow(text);
-    expect(await (await post("/pipeline", [["set", "short", "1"], ["set", long, "1"], ["get", "short"]])).json()).toEqual([{ result: "OK" }, { error: text }, { result: "1" }]);
-    expect((await post("/multi-exec", [["set", "tx", "1"], ["set", long, "1"]])).status).toBe(400); // the whole transaction is discarded
+    expect(
+      await (
+        await post("/pipeline", [
+          ["set", "short", "1"],
+          ["set", long, "1"],
+          ["get", "short"],
+        ])
+      ).json(),
+    ).toEqual([{ result: "OK" }, { error: text }, { result: "1" }]);
+    expect(
+      (
+        await post("/multi-exec", [
+          ["set", "tx", "1"],
+          ["set", long, "1"],
+        ])
+      ).status,
+    ).toBe(400); // the whole transaction is discarded
     expect(await env.tcp[0].exists(long, "tx")).toBe(0);
     const multiByte = "é".repeat(16_001); // 32,002 bytes in UTF-8
-    expect((await (await post("/", ["get", multiByte])).json()).error).toBe("ERR max key size exceeded. Limit: 32000 bytes, Actual: 32002 bytes");
+    expect((await (await post("/", ["get", multiByte])).json()).error).toBe(
+      "ERR max key size exceeded. Limit: 32000 bytes, Actual: 32002 bytes",
+    );
     expect(await (await post("/", ["set", "k".repeat(32_000), "1"])).json()).toEqual({ result: "OK" });
   });
 
@@ -204,7 +261,11 @@ describe("Upstash's size limits, with its error texts", () => {
 describe("smaller protocol details, as on Upstash", () => {
   it("answers 401 with Upstash's JSON error for a missing or wrong token", async () => {
     for (const authorization of [undefined, "Bearer wrong"]) {
-      const res = await fetch(node().url, { method: "POST", headers: authorization ? { authorization } : {}, body: '["ping"]' });
+      const res = await fetch(node().url, {
+        method: "POST",
+        headers: authorization ? { authorization } : {},
+        body: '["ping"]',
+      });
       expect(res.status).toBe(401);
       expect(await res.json()).toEqual({ error: "WRONGPASS invalid or missing auth token" });
     }
@@ -215,8 +276,22 @@ describe("smaller protocol details, as on Upstash", () => {
   it("in base64 mode leaves a top-level OK as it is (what @upstash/redis expects) and encodes every other string", async () => {
     const headers = { "upstash-encoding": "base64" };
     expect(await (await post("/", ["set", "s", "v"], headers)).json()).toEqual({ result: "OK" });
-    expect(await (await post("/", ["get", "s"], headers)).json()).toEqual({ result: Buffer.from("v").toString("base64") });
-    expect(await (await post("/pipeline", [["set", "s", "w"], ["get", "s"], ["eval", "return {'OK', 'x'}", 0]], headers)).json()).toEqual([
+    expect(await (await post("/", ["get", "s"], headers)).json()).toEqual({
+      result: Buffer.from("v").toString("base64"),
+    });
+    expect(
+      await (
+        await post(
+          "/pipeline",
+          [
+            ["set", "s", "w"],
+            ["get", "s"],
+            ["eval", "return {'OK', 'x'}", 0],
+          ],
+          headers,
+        )
+      ).json(),
+    ).toEqual([
       { result: "OK" },
       { result: Buffer.from("w").toString("base64") },
       { result: [Buffer.from("OK").toString("base64"), Buffer.from("x").toString("base64")] },
@@ -240,8 +315,22 @@ describe("smaller protocol details, as on Upstash", () => {
     expect(await text(post("/", ["incrby", "big", "9007199254740993"]))).toBe('{"result":9007199254740993}');
     expect(await text(post("/", ["incr", "big"]))).toBe('{"result":9007199254740994}');
     const sum = String(9007199254740994n - 9223372036854775807n);
-    expect(await text(post("/pipeline", [["incrby", "big", "-9223372036854775807"], ["get", "big"]]))).toBe(`[{"result":${sum}},{"result":"${sum}"}]`);
-    expect(await text(post("/multi-exec", [["set", "max", "9223372036854775806"], ["incr", "max"]]))).toBe('[{"result":"OK"},{"result":9223372036854775807}]');
+    expect(
+      await text(
+        post("/pipeline", [
+          ["incrby", "big", "-9223372036854775807"],
+          ["get", "big"],
+        ]),
+      ),
+    ).toBe(`[{"result":${sum}},{"result":"${sum}"}]`);
+    expect(
+      await text(
+        post("/multi-exec", [
+          ["set", "max", "9223372036854775806"],
+          ["incr", "max"],
+        ]),
+      ),
+    ).toBe('[{"result":"OK"},{"result":9223372036854775807}]');
     expect(await text(post("/", ["eval", "return redis.call('INCR', KEYS[1])", 1, "small"]))).toBe('{"result":1}');
   });
 });

@@ -1,7 +1,11 @@
+// The test bed's REST bridge speaks the Upstash protocol as @upstash/redis expects it (default and lock settings,
+// EVALSHA, the allow-key-locking flag, bearer token, argument and reply encoding, base64 mode, command errors,
+// /multi-exec), and injects the faults the tests need (HTTP status, garbage, latency, hang, request counts, killing,
+// pausing and restarting redis-server).
 import { createHash } from "node:crypto";
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
-import { useCluster } from "./fixture.ts";
+import { useCluster } from "../fixture.ts";
 
 const env = useCluster(1);
 const node = () => env.cluster.nodes[0];
@@ -33,14 +37,26 @@ describe("the REST bridge speaks the Upstash protocol", () => {
   });
 
   it("lets @upstash/redis with the lock's settings (no retries, no auto-pipelining, raw replies) run EVALSHA", async () => {
-    const redis = new Redis({ url: node().url, token: node().token, retry: { retries: 0 }, enableAutoPipelining: false, automaticDeserialization: false });
+    const redis = new Redis({
+      url: node().url,
+      token: node().token,
+      retry: { retries: 0 },
+      enableAutoPipelining: false,
+      automaticDeserialization: false,
+    });
     const sha = await redis.scriptLoad("return {1, ARGV[1]}");
     expect(await redis.evalsha(sha, [], ["12345"])).toEqual([1, "12345"]);
     await expect(redis.evalsha("0".repeat(40), [], [])).rejects.toThrow(/NOSCRIPT/);
   });
 
   it("accepts Upstash's allow-key-locking shebang flag, which plain Redis 7 rejects, unless told to reject it", async () => {
-    const redis = new Redis({ url: node().url, token: node().token, retry: { retries: 0 }, enableAutoPipelining: false, automaticDeserialization: false });
+    const redis = new Redis({
+      url: node().url,
+      token: node().token,
+      retry: { retries: 0 },
+      enableAutoPipelining: false,
+      automaticDeserialization: false,
+    });
     const flagged = "#!lua flags=allow-key-locking\nreturn {1, KEYS[1], ARGV[1]}";
     const readOnly = "#!lua flags=no-writes,allow-key-locking\nreturn redis.call('SET', KEYS[1], 'x')";
     const sha = createHash("sha1").update(flagged).digest("hex");
@@ -48,9 +64,18 @@ describe("the REST bridge speaks the Upstash protocol", () => {
     expect(await redis.evalsha(sha, ["k"], ["w"])).toEqual([1, "k", "w"]); // the SHA of what the client sent
     expect(await redis.scriptLoad(flagged)).toBe(sha);
     await expect(redis.eval(readOnly, ["k"], [])).rejects.toThrow(/not allowed from read-only scripts/); // other flags stay
-    expect(await (await post("/pipeline", [["evalsha", sha, 1, "p", "q"], ["eval", flagged, 1, "r", "s"]])).json()).toEqual([{ result: [1, "p", "q"] }, { result: [1, "r", "s"] }]);
+    expect(
+      await (
+        await post("/pipeline", [
+          ["evalsha", sha, 1, "p", "q"],
+          ["eval", flagged, 1, "r", "s"],
+        ])
+      ).json(),
+    ).toEqual([{ result: [1, "p", "q"] }, { result: [1, "r", "s"] }]);
     await env.admins[0].faults({ rejectKeyLocking: true });
-    await expect(redis.eval(flagged, ["k"], ["v"])).rejects.toThrow("ERR Unexpected flag in script shebang: allow-key-locking");
+    await expect(redis.eval(flagged, ["k"], ["v"])).rejects.toThrow(
+      "ERR Unexpected flag in script shebang: allow-key-locking",
+    );
     await expect(redis.evalsha(sha, ["k"], ["v"])).rejects.toThrow(/NOSCRIPT/);
     await env.admins[0].reset();
     expect(await redis.eval(flagged, ["k"], ["v"])).toEqual([1, "k", "v"]);
@@ -58,7 +83,11 @@ describe("the REST bridge speaks the Upstash protocol", () => {
 
   it("requires the bearer token: 401 with a JSON error otherwise", async () => {
     for (const authorization of [undefined, "Bearer wrong", `Basic ${node().token}`]) {
-      const res = await fetch(node().url, { method: "POST", headers: authorization ? { authorization } : {}, body: '["ping"]' });
+      const res = await fetch(node().url, {
+        method: "POST",
+        headers: authorization ? { authorization } : {},
+        body: '["ping"]',
+      });
       expect(res.status).toBe(401);
       expect(await res.json()).toHaveProperty("error");
     }
@@ -73,7 +102,9 @@ describe("the REST bridge speaks the Upstash protocol", () => {
     expect(await (await post("/", ["get", "nil"])).json()).toEqual({ result: "null" });
     expect(await (await post("/", ["incr", "counter"])).json()).toEqual({ result: 1 });
     expect(await (await post("/", ["get", "nope"])).json()).toEqual({ result: null });
-    expect(await (await post("/", ["eval", "return {1, 'a', false, {2}}", 0])).json()).toEqual({ result: [1, "a", null, [2]] });
+    expect(await (await post("/", ["eval", "return {1, 'a', false, {2}}", 0])).json()).toEqual({
+      result: [1, "a", null, [2]],
+    });
     expect((await post("/", ["set", "x", { nested: 1 }])).status).toBe(400);
   });
 
@@ -81,7 +112,9 @@ describe("the REST bridge speaks the Upstash protocol", () => {
     await post("/", ["set", "s", "ünï"]);
     const headers = { "upstash-encoding": "base64" };
     expect(await (await post("/", ["get", "s"], headers)).json()).toEqual({ result: b64("ünï") });
-    expect(await (await post("/", ["eval", "return {1, 'a', {'b', 2}, false}", 0], headers)).json()).toEqual({ result: [1, b64("a"), [b64("b"), 2], null] });
+    expect(await (await post("/", ["eval", "return {1, 'a', {'b', 2}, false}", 0], headers)).json()).toEqual({
+      result: [1, b64("a"), [b64("b"), 2], null],
+    });
     expect(await (await post("/pipeline", [["get", "s"], ["incr", "c"], ["bogus"]], headers)).json()).toEqual([
       { result: b64("ünï") },
       { result: 1 },
@@ -95,18 +128,42 @@ describe("the REST bridge speaks the Upstash protocol", () => {
     const res = await post("/", ["evalsha", "0".repeat(40), 0]);
     expect(res.status).toBe(400);
     expect((await res.json()).error).toMatch(/^NOSCRIPT/);
-    for (const command of [["blpop", "q", 0], ["subscribe", "c"], ["watch", "k"], ["multi"], ["exec"], ["select", 1], ["auth", "x"], ["hello", 3], ["quit"], ["client", "list"], ["xread", "BLOCK", 0, "STREAMS", "s", "$"]]) {
+    for (const command of [
+      ["blpop", "q", 0],
+      ["subscribe", "c"],
+      ["watch", "k"],
+      ["multi"],
+      ["exec"],
+      ["select", 1],
+      ["auth", "x"],
+      ["hello", 3],
+      ["quit"],
+      ["client", "list"],
+      ["xread", "BLOCK", 0, "STREAMS", "s", "$"],
+    ]) {
       const refused = await post("/", command);
       expect(refused.status, String(command[0])).toBe(400);
     }
-    expect((await post("/pipeline", [["set", "a", 1], ["brpop", "q", 0]])).status).toBe(400);
+    expect(
+      (
+        await post("/pipeline", [
+          ["set", "a", 1],
+          ["brpop", "q", 0],
+        ])
+      ).status,
+    ).toBe(400);
     expect((await post("/", "not json")).status).toBe(400);
     expect((await post("/", [])).status).toBe(400);
   });
 
   it("runs /multi-exec atomically on its own connection", async () => {
     const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => post("/multi-exec", [["rpush", "list", `a${i}`], ["rpush", "list", `b${i}`]]).then((r) => r.json())),
+      Array.from({ length: 20 }, (_, i) =>
+        post("/multi-exec", [
+          ["rpush", "list", `a${i}`],
+          ["rpush", "list", `b${i}`],
+        ]).then((r) => r.json()),
+      ),
     );
     for (const result of results) expect(result).toHaveLength(2);
     const list = ((await (await post("/", ["lrange", "list", 0, -1])).json()) as { result: string[] }).result;
@@ -139,7 +196,10 @@ describe("the REST bridge speaks the Upstash protocol", () => {
     await post("/", ["set", "survivor", "1"]);
     await admin.pause();
     expect((await admin.state()).redis.state).toBe("paused");
-    const during = await Promise.race([post("/", ["get", "survivor"]).then(() => "answered"), new Promise((r) => setTimeout(() => r("stalled"), 200))]);
+    const during = await Promise.race([
+      post("/", ["get", "survivor"]).then(() => "answered"),
+      new Promise((r) => setTimeout(() => r("stalled"), 200)),
+    ]);
     expect(during).toBe("stalled");
     await admin.resume();
     expect(await (await post("/", ["get", "survivor"])).json()).toEqual({ result: "1" });

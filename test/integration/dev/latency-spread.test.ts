@@ -1,14 +1,18 @@
 // The WAN profile's fault (`spread`): the bridge applies it to HTTP requests and mirrors it onto the TCP proxy.
 import { Redis as TcpRedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { nodeAdmin } from "../../dev/admin.ts";
-import { startCluster, type Cluster } from "../../dev/cluster.ts";
+import { nodeAdmin } from "../../../dev/admin.ts";
+import { startCluster, type Cluster } from "../../../dev/cluster.ts";
 
 let cluster: Cluster;
 let tcp: TcpRedis;
 const admin = () => nodeAdmin(cluster.nodes[0].adminUrl);
 const ping = () =>
-  fetch(cluster.nodes[0].url, { method: "POST", headers: { authorization: `Bearer ${cluster.nodes[0].token}` }, body: '["ping"]' }).then((r) => r.json());
+  fetch(cluster.nodes[0].url, {
+    method: "POST",
+    headers: { authorization: `Bearer ${cluster.nodes[0].token}` },
+    body: '["ping"]',
+  }).then((r) => r.json());
 const timed = async (run: () => Promise<unknown>) => {
   const t = performance.now();
   const reply = await run();
@@ -60,6 +64,8 @@ describe("the latency spread fault", () => {
   });
 
   it("refuses a spread outside its bounds", async () => {
-    await expect(admin().faults({ spread: { jitter: 3, stallChance: 0, stallMs: 0, seed: 1 } })).rejects.toThrow(/jitter/);
+    await expect(admin().faults({ spread: { jitter: 3, stallChance: 0, stallMs: 0, seed: 1 } })).rejects.toThrow(
+      /jitter/,
+    );
   });
 });

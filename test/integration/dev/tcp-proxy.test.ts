@@ -1,8 +1,8 @@
 // The benchmark's TCP proxy (dev/tcp-proxy.ts): the TCP anchors must suffer the bridge's faults, and recover.
 import { Redis as TcpRedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { nodeAdmin } from "../../dev/admin.ts";
-import { startCluster, type Cluster } from "../../dev/cluster.ts";
+import { nodeAdmin } from "../../../dev/admin.ts";
+import { startCluster, type Cluster } from "../../../dev/cluster.ts";
 
 let cluster: Cluster;
 let client: TcpRedis;

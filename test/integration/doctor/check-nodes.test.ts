@@ -7,12 +7,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { Bridge } from "../../dev/bridge.ts";
-import { RedisBackend } from "../../dev/redis-backend.ts";
-import { SCRIPT_TRIALS } from "../../src/doctor/script-trials.ts";
-import { checkNodes, envNames, type DoctorReport } from "../../src/index.ts";
-import { useCluster } from "./fixture.ts";
-import { WRITE_AFTER_TIME_ERROR, refusingEngine } from "./refusing-engine.ts";
+import { Bridge } from "../../../dev/bridge.ts";
+import { RedisBackend } from "../../../dev/redis-backend.ts";
+import { SCRIPT_TRIALS } from "../../../src/doctor/script-trials.ts";
+import { checkNodes, envNames, type DoctorReport } from "../../../src/index.ts";
+import { useCluster } from "../fixture.ts";
+import { WRITE_AFTER_TIME_ERROR, refusingEngine } from "../refusing-engine.ts";
 
 const env = useCluster();
 const configs = () => env.cluster.nodes.map((n) => ({ url: n.url, token: n.token }));
@@ -45,7 +45,13 @@ describe("checkNodes", () => {
       ["lock", "ok"],
     ]);
     for (const node of report.nodes) {
-      expect(node).toMatchObject({ reachable: true, scripts: "ok", keyLocking: "accepted", eviction: "noeviction", sameAs: [] });
+      expect(node).toMatchObject({
+        reachable: true,
+        scripts: "ok",
+        keyLocking: "accepted",
+        eviction: "noeviction",
+        sameAs: [],
+      });
       expect(node.p50Ms).toBeGreaterThan(0);
       expect(node.p99Ms).toBeGreaterThanOrEqual(node.p50Ms!);
     }
@@ -58,7 +64,10 @@ describe("checkNodes", () => {
 
   it("finds the same database configured twice behind two different URLs", async () => {
     // A second REST endpoint in front of node 1's redis-server: two regional URLs of one database.
-    const twin = new Bridge({ backend: new RedisBackend(env.cluster.servers[0].port), token: env.cluster.nodes[0].token });
+    const twin = new Bridge({
+      backend: new RedisBackend(env.cluster.servers[0].port),
+      token: env.cluster.nodes[0].token,
+    });
     await twin.start();
     try {
       const nodes = configs();
@@ -121,15 +130,23 @@ describe("checkNodes", () => {
     expect(report.ok).toBe(true);
     expect(report.nodes.map((n) => n.keyLocking)).toEqual(["accepted", "rejected", "accepted", "accepted", "accepted"]);
     expect(report.nodes[1].scripts).toBe("ok");
-    expect(check(report, "key-locking")!.message).toBe("accepted on 4; rejected on node 2: the library falls back to scripts without the flag there");
+    expect(check(report, "key-locking")!.message).toBe(
+      "accepted on 4; rejected on node 2: the library falls back to scripts without the flag there",
+    );
   });
 
   it("runs every script the library may send on every node, the fenced acquire included, and leaves none of its keys", async () => {
     await Promise.all(env.tcp.map((c) => c.config("RESETSTAT")));
     const report = await checkNodes(configs(), fast);
-    expect(check(report, "scripts")).toEqual({ name: "scripts", status: "ok", message: "every script the library sends loads and runs on 5 nodes" });
+    expect(check(report, "scripts")).toEqual({
+      name: "scripts",
+      status: "ok",
+      message: "every script the library sends loads and runs on 5 nodes",
+    });
     // Redis' own count of EVALs on each node: the doctor's two, and one per script run.
-    const evals = await Promise.all(env.tcp.map(async (c) => Number(/^cmdstat_eval:calls=(\d+)/m.exec(await c.info("commandstats"))?.[1] ?? 0)));
+    const evals = await Promise.all(
+      env.tcp.map(async (c) => Number(/^cmdstat_eval:calls=(\d+)/m.exec(await c.info("commandstats"))?.[1] ?? 0)),
+    );
     expect(evals).toEqual(Array(5).fill(2 + SCRIPT_TRIALS.length));
     expect(await leftovers()).toEqual([]);
   });
@@ -147,7 +164,9 @@ describe("checkNodes", () => {
       const failed = report.nodes[2].scriptError!.split("; ").map((f) => f.slice(0, f.indexOf(":")));
       expect(failed).toEqual(["fenced fair acquire", "fenced acquire", "fenced write acquire"]);
       expect(report.nodes[2].scriptError).toContain(`fenced acquire: ${WRITE_AFTER_TIME_ERROR}`);
-      expect(check(report, "scripts")!.message).toMatch(/^node 3: fenced fair acquire: ERR Write commands not allowed after non deterministic commands/);
+      expect(check(report, "scripts")!.message).toMatch(
+        /^node 3: fenced fair acquire: ERR Write commands not allowed after non deterministic commands/,
+      );
       // What the doctor checked before: the scripts load and a plain lock works there; only the run of every script shows it.
       expect(check(report, "lock")).toMatchObject({ status: "ok" });
       expect(await leftovers()).toEqual([]);
@@ -170,7 +189,10 @@ describe("checkNodes", () => {
     try {
       const report = await checkNodes(configs(), fast);
       expect(report.nodes[3].eviction).toBe("allkeys-lru");
-      expect(check(report, "eviction")).toMatchObject({ status: "warn", message: expect.stringMatching(/^node 4: allkeys-lru: /) });
+      expect(check(report, "eviction")).toMatchObject({
+        status: "warn",
+        message: expect.stringMatching(/^node 4: allkeys-lru: /),
+      });
       expect(report.ok).toBe(true);
     } finally {
       await env.tcp[3].config("SET", "maxmemory-policy", "noeviction");
@@ -197,38 +219,55 @@ describe("checkNodes", () => {
   it("rejects what is not a list of nodes before any request", async () => {
     await expect(checkNodes([])).rejects.toThrow("nodes must hold at least one node");
     await expect(checkNodes(configs(), { samples: 0 })).rejects.toThrow("options.samples");
-    await expect(checkNodes(configs(), { labels: ["only one"] })).rejects.toThrow("options.labels must hold 5 non-empty strings");
+    await expect(checkNodes(configs(), { labels: ["only one"] })).rejects.toThrow(
+      "options.labels must hold 5 non-empty strings",
+    );
     const received = (await Promise.all(env.admins.map((a) => a.state()))).map((s) => s.counters.received);
     expect(received).toEqual([0, 0, 0, 0, 0]);
   });
 });
 
 describe("edge-redlock doctor (the CLI, from source)", () => {
-  const cli = fileURLToPath(new URL("../../cli/main.ts", import.meta.url));
+  const cli = fileURLToPath(new URL("../../../cli/main.ts", import.meta.url));
   const dirs: string[] = [];
-  afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+  afterAll(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
   const envFile = () => {
     const dir = mkdtempSync(join(tmpdir(), "doctor-"));
     dirs.push(dir);
     const path = join(dir, ".dev.vars");
-    const lines = env.cluster.nodes.flatMap((n, i) => [`${envNames(i + 1).url}=${n.url}`, `${envNames(i + 1).token}="${n.token}"`]);
+    const lines = env.cluster.nodes.flatMap((n, i) => [
+      `${envNames(i + 1).url}=${n.url}`,
+      `${envNames(i + 1).token}="${n.token}"`,
+    ]);
     writeFileSync(path, `# the local cluster\n${lines.join("\n")}\n`);
     return path;
   };
   /** Runs the CLI with only PATH from this environment, so no UPSTASH_* variable leaks in. */
   const run = (args: string[], extraEnv: Record<string, string> = {}) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, [cli, ...args], { env: { PATH: process.env.PATH ?? "", ...extraEnv } }, (error, stdout, stderr) =>
-        resolve({ code: error ? (error as { code?: number }).code ?? null : 0, stdout, stderr }),
+      execFile(
+        process.execPath,
+        [cli, ...args],
+        { env: { PATH: process.env.PATH ?? "", ...extraEnv } },
+        (error, stdout, stderr) =>
+          resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout, stderr }),
       );
     });
-  const secrets = () => [env.cluster.nodes[0].token, ...env.cluster.nodes.map((n) => n.url), ...env.cluster.nodes.map((n) => new URL(n.url).host)];
+  const secrets = () => [
+    env.cluster.nodes[0].token,
+    ...env.cluster.nodes.map((n) => n.url),
+    ...env.cluster.nodes.map((n) => new URL(n.url).host),
+  ];
 
   it("prints a table and an OK verdict and exits 0 on a healthy cluster (--env-file)", async () => {
     const { code, stdout, stderr } = await run(["doctor", "--env-file", envFile(), "--samples", "2"]);
     expect(stderr).toBe("");
     expect(code).toBe(0);
-    expect(stdout).toMatch(/^node +status +first ms +p50 ms +p99 ms +scripts +key-locking +clock ms +eviction +same database as$/m);
+    expect(stdout).toMatch(
+      /^node +status +first ms +p50 ms +p99 ms +scripts +key-locking +clock ms +eviction +same database as$/m,
+    );
     for (let n = 1; n <= 5; n++) expect(stdout).toMatch(new RegExp(`^UPSTASH_REDIS_REST_URL_${n} +ok `, "m"));
     expect(stdout).toMatch(/^OK: 5 independent nodes, quorum 3, a lock takes about [\d.]+ ms$/m);
     for (const secret of secrets()) expect(stdout).not.toContain(secret);
@@ -236,26 +275,43 @@ describe("edge-redlock doctor (the CLI, from source)", () => {
 
   it("exits 1 naming the variable of a node that is down, and of a token that is refused, never their values", async () => {
     await env.admins[2].kill();
-    const vars = Object.fromEntries(env.cluster.nodes.flatMap((n, i) => [[envNames(i + 1).url, n.url], [envNames(i + 1).token, n.token]]));
+    const vars = Object.fromEntries(
+      env.cluster.nodes.flatMap((n, i) => [
+        [envNames(i + 1).url, n.url],
+        [envNames(i + 1).token, n.token],
+      ]),
+    );
     vars.UPSTASH_REDIS_REST_TOKEN_4 = "not-the-token-of-node-4";
     const { code, stdout } = await run(["doctor", "--samples", "1"], vars); // from the environment this time
     expect(code).toBe(1);
     expect(stdout).toMatch(/^UPSTASH_REDIS_REST_URL_3 +HTTP 503 /m);
-    expect(stdout).toMatch(/^FAIL +reachable +UPSTASH_REDIS_REST_URL_3: HTTP 503.*; UPSTASH_REDIS_REST_URL_4: HTTP 401/m);
+    expect(stdout).toMatch(
+      /^FAIL +reachable +UPSTASH_REDIS_REST_URL_3: HTTP 503.*; UPSTASH_REDIS_REST_URL_4: HTTP 401/m,
+    );
     expect(stdout).toContain("UPSTASH_REDIS_REST_TOKEN_4 was refused (HTTP 401)");
     expect(stdout).toMatch(/^FAIL: reachable$/m);
     for (const secret of [...secrets(), "not-the-token-of-node-4"]) expect(stdout).not.toContain(secret);
   });
 
   it("exits 1 on the same database configured twice", async () => {
-    const twin = new Bridge({ backend: new RedisBackend(env.cluster.servers[1].port), token: env.cluster.nodes[1].token });
+    const twin = new Bridge({
+      backend: new RedisBackend(env.cluster.servers[1].port),
+      token: env.cluster.nodes[1].token,
+    });
     await twin.start();
     try {
       const path = envFile();
-      writeFileSync(path, readFileSync(path, "utf8").replace(`${envNames(5).url}=${env.cluster.nodes[4].url}`, `${envNames(5).url}=${twin.url}`).replace(`${envNames(5).token}="${env.cluster.nodes[4].token}"`, `${envNames(5).token}=${twin.token}`));
+      writeFileSync(
+        path,
+        readFileSync(path, "utf8")
+          .replace(`${envNames(5).url}=${env.cluster.nodes[4].url}`, `${envNames(5).url}=${twin.url}`)
+          .replace(`${envNames(5).token}="${env.cluster.nodes[4].token}"`, `${envNames(5).token}=${twin.token}`),
+      );
       const { code, stdout } = await run(["doctor", "--env-file", path, "--samples", "1"]);
       expect(code).toBe(1);
-      expect(stdout).toMatch(/^FAIL +independence +the same database is configured twice: UPSTASH_REDIS_REST_URL_2 and UPSTASH_REDIS_REST_URL_5 /m);
+      expect(stdout).toMatch(
+        /^FAIL +independence +the same database is configured twice: UPSTASH_REDIS_REST_URL_2 and UPSTASH_REDIS_REST_URL_5 /m,
+      );
       expect(stdout).not.toContain(twin.url);
     } finally {
       await twin.stop();
@@ -263,16 +319,23 @@ describe("edge-redlock doctor (the CLI, from source)", () => {
   });
 
   it("exits 2 naming missing variables, and on bad arguments", async () => {
-    const missing = await run(["doctor"], { UPSTASH_REDIS_REST_URL_1: env.cluster.nodes[0].url, UPSTASH_REDIS_REST_TOKEN_1: env.cluster.nodes[0].token });
+    const missing = await run(["doctor"], {
+      UPSTASH_REDIS_REST_URL_1: env.cluster.nodes[0].url,
+      UPSTASH_REDIS_REST_TOKEN_1: env.cluster.nodes[0].token,
+    });
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toBe("edge-redlock doctor: not configured: UPSTASH_REDIS_REST_URL_2, UPSTASH_REDIS_REST_TOKEN_2, UPSTASH_REDIS_REST_URL_3, UPSTASH_REDIS_REST_TOKEN_3, UPSTASH_REDIS_REST_URL_4, UPSTASH_REDIS_REST_TOKEN_4, UPSTASH_REDIS_REST_URL_5, UPSTASH_REDIS_REST_TOKEN_5 are missing or empty\n");
+    expect(missing.stderr).toBe(
+      "edge-redlock doctor: not configured: UPSTASH_REDIS_REST_URL_2, UPSTASH_REDIS_REST_TOKEN_2, UPSTASH_REDIS_REST_URL_3, UPSTASH_REDIS_REST_TOKEN_3, UPSTASH_REDIS_REST_URL_4, UPSTASH_REDIS_REST_TOKEN_4, UPSTASH_REDIS_REST_URL_5, UPSTASH_REDIS_REST_TOKEN_5 are missing or empty\n",
+    );
     expect(missing.stdout + missing.stderr).not.toContain(env.cluster.nodes[0].token);
     expect((await run(["doctor", "--samples", "x"])).code).toBe(2);
     // Node itself reads a script argument named --env-file when the file is missing, and exits 9
     // before the CLI runs (nodejs/node#54232); either way the path is named and the exit is non-zero.
     const unreadable = await run(["doctor", "--env-file", "/nonexistent/.dev.vars"]);
     expect([2, 9]).toContain(unreadable.code);
-    expect(unreadable.stderr).toMatch(/(cannot read the env file \/nonexistent\/\.dev\.vars \(ENOENT\)|\/nonexistent\/\.dev\.vars: not found)\n$/);
+    expect(unreadable.stderr).toMatch(
+      /(cannot read the env file \/nonexistent\/\.dev\.vars \(ENOENT\)|\/nonexistent\/\.dev\.vars: not found)\n$/,
+    );
     expect((await run(["frobnicate"])).code).toBe(2);
   });
 

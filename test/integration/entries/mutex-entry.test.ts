@@ -2,10 +2,16 @@
 // it, and the Hono middlewares take the one they can use (and refuse the other in their own words).
 import { Hono } from "hono";
 import { beforeAll, describe, expect, it } from "vitest";
-import { InvalidArgumentError, Redlock as FullRedlock, RedlockMutex, envNames, LockAcquisitionError } from "../../src/index.ts";
-import { Redlock } from "../../src/mutex/index.ts";
-import { readWrite, redlock, semaphore } from "../../src/hono/index.ts";
-import { textsOf, useCluster } from "./fixture.ts";
+import {
+  InvalidArgumentError,
+  Redlock as FullRedlock,
+  RedlockMutex,
+  envNames,
+  LockAcquisitionError,
+} from "../../../src/index.ts";
+import { Redlock } from "../../../src/mutex/index.ts";
+import { readWrite, redlock, semaphore } from "../../../src/hono/index.ts";
+import { textsOf, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 
@@ -35,7 +41,8 @@ describe("edge-redlock/mutex", () => {
     const lock = await full.acquire(["mutex-entry:b"], 5_000);
     expect((await full.inspect(["mutex-entry:b"])).heldByQuorum).toBe(true);
     await lock.release();
-    for (const text of [...textsOf(full), ...textsOf(mutex)]) for (const { token } of nodes) expect(text).not.toContain(token);
+    for (const text of [...textsOf(full), ...textsOf(mutex)])
+      for (const { token } of nodes) expect(text).not.toContain(token);
   });
 
   it("fromEnv of each class makes that class", () => {
@@ -61,7 +68,9 @@ describe("the Hono middlewares and the two classes", () => {
 
   it("redlock() guards a route with the mutex entry's Redlock: 200, then 423 while another holds the key", async () => {
     const mutex = new Redlock(env.nodes);
-    const app = new Hono().post("/pay", redlock("mutex-entry:pay", { redlock: mutex }), (c) => c.text(c.var.lock.lock.value.length > 0 ? "paid" : "?"));
+    const app = new Hono().post("/pay", redlock("mutex-entry:pay", { redlock: mutex }), (c) =>
+      c.text(c.var.lock.lock.value.length > 0 ? "paid" : "?"),
+    );
     const paid = await app.request("/pay", { method: "POST" });
     expect([paid.status, await paid.text()]).toEqual([200, "paid"]);
     const other = await new FullRedlock(env.nodes).acquire(["mutex-entry:pay"], 5_000);
@@ -71,7 +80,10 @@ describe("the Hono middlewares and the two classes", () => {
 
   it("semaphore() and readWrite() refuse the mutex entry's Redlock when the route is defined, naming why", () => {
     const mutex = new Redlock(env.nodes) as unknown as FullRedlock;
-    for (const define of [() => semaphore("mutex-entry:s", { limit: 2, redlock: mutex }), () => readWrite("mutex-entry:rw", { redlock: mutex })]) {
+    for (const define of [
+      () => semaphore("mutex-entry:s", { limit: 2, redlock: mutex }),
+      () => readWrite("mutex-entry:rw", { redlock: mutex }),
+    ]) {
       const error = (() => {
         try {
           define();
@@ -80,7 +92,9 @@ describe("the Hono middlewares and the two classes", () => {
         }
       })();
       expect(error).toBeInstanceOf(InvalidArgumentError);
-      expect((error as Error).message).toMatch(/options\.redlock.*edge-redlock\/mutex has no semaphore\(\) or readWriteLock\(\)/);
+      expect((error as Error).message).toMatch(
+        /options\.redlock.*edge-redlock\/mutex has no semaphore\(\) or readWriteLock\(\)/,
+      );
     }
     expect(() => redlock("mutex-entry:r", { redlock: {} as Redlock })).toThrow(InvalidArgumentError);
   });
@@ -104,11 +118,15 @@ describe("the Hono middlewares and the two classes", () => {
       .get("/r", readWrite("mutex-entry:env-r"), (c) => c.text(c.var.lock.mode))
       .put("/r", readWrite("mutex-entry:env-r"), (c) => c.text(c.var.lock.mode));
     const answers = [];
-    for (const [method, path] of [["POST", "/m"], ["GET", "/r"], ["POST", "/m"], ["PUT", "/r"]]) {
+    for (const [method, path] of [
+      ["POST", "/m"],
+      ["GET", "/r"],
+      ["POST", "/m"],
+      ["PUT", "/r"],
+    ]) {
       const res = await app.request(path, { method }, vars);
       answers.push(`${res.status} ${await res.text()}`);
     }
     expect(answers).toEqual(["200 mutex", "200 read", "200 mutex", "200 write"]);
   });
 });
-

@@ -1,8 +1,8 @@
 // onEvent on the real cluster: every acquisition, retry, extension, loss and release is reported, with
 // the nodes' tally; a handler that throws never breaks the lock; no event carries a token or a lock value.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { LockAcquisitionError, LockExtensionError, Redlock, type LockEvent } from "../../src/index.ts";
-import { loadScripts, settle, useCluster } from "./fixture.ts";
+import { LockAcquisitionError, LockExtensionError, Redlock, type LockEvent } from "../../../src/index.ts";
+import { loadScripts, settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -28,7 +28,13 @@ describe("onEvent (real cluster)", () => {
     const { redlock, events } = observed();
     const lock = await redlock.acquire(["events:a"], 5_000);
     const acquired = events.find((e) => e.type === "acquire");
-    expect(acquired).toMatchObject({ type: "acquire", outcome: "held", kind: "lock", resources: ["events:a"], attempts: 1 });
+    expect(acquired).toMatchObject({
+      type: "acquire",
+      outcome: "held",
+      kind: "lock",
+      resources: ["events:a"],
+      attempts: 1,
+    });
     expect(acquired?.type === "acquire" && acquired.tally.granted).toBeGreaterThanOrEqual(3);
     expect(acquired?.type === "acquire" && acquired.validityMs).toBeGreaterThan(4_000);
     expect(acquired?.type === "acquire" && acquired.elapsedMs).toBeGreaterThanOrEqual(0);
@@ -43,7 +49,9 @@ describe("onEvent (real cluster)", () => {
     const holder = await new Redlock(configs()).acquire(["events:busy"], 5_000);
     // Random retry (fair: false): the waits are retryDelay ± retryJitter.
     const { redlock, events } = observed({ retryDelay: 30, retryJitter: 10, fair: false });
-    await expect(redlock.acquire(["events:busy"], 1_000, { retryCount: 2 })).rejects.toBeInstanceOf(LockAcquisitionError);
+    await expect(redlock.acquire(["events:busy"], 1_000, { retryCount: 2 })).rejects.toBeInstanceOf(
+      LockAcquisitionError,
+    );
     const retries = events.filter((e) => e.type === "retry");
     expect(retries.map((e) => e.type === "retry" && e.attempt)).toEqual([1, 2]);
     for (const retry of retries) {
@@ -79,7 +87,9 @@ describe("onEvent (real cluster)", () => {
     await env.admins[1].faults({ status: 503 });
     await env.admins[2].faults({ garbage: "html" });
     const { redlock, events } = observed();
-    await expect(redlock.acquire(["events:faulty"], 5_000, { retryCount: 0 })).rejects.toBeInstanceOf(LockAcquisitionError);
+    await expect(redlock.acquire(["events:faulty"], 5_000, { retryCount: 0 })).rejects.toBeInstanceOf(
+      LockAcquisitionError,
+    );
     const failed = events.find((e) => e.type === "acquire");
     expect(failed).toMatchObject({ outcome: "failed", reason: "unreachable", tally: { granted: 2, errors: 3 } });
     const kinds = failed?.type === "acquire" ? failed.tally.errorKinds : {};
@@ -105,7 +115,12 @@ describe("onEvent (real cluster)", () => {
     await sleep(100);
     controller.abort(new Error("caller gave up"));
     await expect(waiting).rejects.toThrow("caller gave up");
-    expect(events.at(-1)).toMatchObject({ type: "acquire", outcome: "failed", reason: "aborted", resources: ["events:abort"] });
+    expect(events.at(-1)).toMatchObject({
+      type: "acquire",
+      outcome: "failed",
+      reason: "aborted",
+      resources: ["events:abort"],
+    });
     await holder.release();
     await settle(env);
   });

@@ -1,7 +1,7 @@
 // edge-redlock/otel with the real @opentelemetry/api types and SDK (in-memory exporters), on the real
 // cluster: a span per acquisition with its attributes and status, the duration histogram, the contention
 // counter; and the Hono middleware's Server-Timing header.
-import { metrics, trace } from "@opentelemetry/api";
+import type { metrics, trace } from "@opentelemetry/api";
 import {
   AggregationTemporality,
   InMemoryMetricExporter,
@@ -11,10 +11,10 @@ import {
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { redlock as guard } from "../../src/hono/index.ts";
-import { LockAcquisitionError, Redlock } from "../../src/index.ts";
-import { otelEvents } from "../../src/otel/index.ts";
-import { useCluster } from "./fixture.ts";
+import { redlock as guard } from "../../../src/hono/index.ts";
+import { LockAcquisitionError, Redlock } from "../../../src/index.ts";
+import { otelEvents } from "../../../src/otel/index.ts";
+import { useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const configs = () => env.cluster.nodes.map(({ url, token }) => ({ url, token }));
@@ -51,7 +51,11 @@ describe("otelEvents (real @opentelemetry/api and SDK, real cluster)", () => {
     });
     expect(held.attributes["edge_redlock.nodes.granted"]).toBeGreaterThanOrEqual(3);
     expect(failed.status).toMatchObject({ code: 2, message: "held" });
-    expect(failed.attributes).toMatchObject({ "edge_redlock.outcome": "failed", "edge_redlock.attempts": 3, "edge_redlock.reason": "held" });
+    expect(failed.attributes).toMatchObject({
+      "edge_redlock.outcome": "failed",
+      "edge_redlock.attempts": 3,
+      "edge_redlock.reason": "held",
+    });
     // The span covers the acquisition: it starts when acquire was called, before the two retry waits.
     const ms = (t: [number, number]) => t[0] * 1_000 + t[1] / 1e6;
     expect(ms(failed.endTime) - ms(failed.startTime)).toBeGreaterThanOrEqual(30);

@@ -1,11 +1,13 @@
-// Review of 8b21d1d (a single try releases with the classic RELEASE, not LEAVE), on five real redis-server
-// nodes behind the REST bridge. Every request is recorded with its ARGV, so the single tries' tickets are
-// known; the queues are read straight from each redis-server (ZRANGE, raw: lapsed entries included).
+// A single try (retryCount 0 or maxWait 0, the Hono middlewares' default) releases with the classic RELEASE and never
+// enters a queue, on five real redis-server nodes behind the REST bridge, also racing waiters with late requests; a
+// lock acquired with waiting releases with LEAVE and takes its ticket out wherever a minority denied and queued it,
+// also when its release overtakes its own acquire. Every request is recorded with its ARGV, so the single tries'
+// tickets are known; the queues are read straight from each redis-server (ZRANGE, raw: lapsed entries included).
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, Redlock, type Lock, type Permit, type RedlockNode } from "../../src/index.ts";
-import { redlock as redlockMiddleware, semaphore as semaphoreMiddleware } from "../../src/hono/index.ts";
-import { loadScripts, releaseOvertakingStragglers, settle, useCluster } from "./fixture.ts";
+import { LockAcquisitionError, Redlock, type Lock, type Permit, type RedlockNode } from "../../../src/index.ts";
+import { redlock as redlockMiddleware, semaphore as semaphoreMiddleware } from "../../../src/hono/index.ts";
+import { loadScripts, releaseOvertakingStragglers, settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -37,7 +39,8 @@ function tickets(log: Sent[]) {
   const single = new Set<string>();
   const waiting = new Set<string>();
   for (const s of log)
-    if (s.script === "fair-acquire" || s.script === "fair-semaphore-acquire") (s.args[5] === "0" ? single : waiting).add(s.args[3]);
+    if (s.script === "fair-acquire" || s.script === "fair-semaphore-acquire")
+      (s.args[5] === "0" ? single : waiting).add(s.args[3]);
   return { single, waiting };
 }
 
@@ -47,7 +50,8 @@ function watchQueues(queue: string) {
   let on = true;
   const done = (async () => {
     while (on) {
-      for (const members of await Promise.all(env.tcp.map((c) => c.zrange(queue, 0, -1)))) for (const m of members) seen.add(m);
+      for (const members of await Promise.all(env.tcp.map((c) => c.zrange(queue, 0, -1))))
+        for (const m of members) seen.add(m);
       await sleep(3);
     }
   })();
@@ -63,7 +67,7 @@ function watchQueues(queue: string) {
 /** Live entries of a queue on one node, read atomically: deadline after the queue's own clock. */
 const LIVE = `local left = redis.call("PTTL", KEYS[1])
 if left < 0 then return 0 end
-return redis.call("ZCOUNT", KEYS[1], "(" .. (3600000 - left), "+inf")`;
+return redis.call("ZCOUNT", KEYS[1], "(" .. (3600 * 1000 - left), "+inf")`;
 
 async function queueMembers(queue: string): Promise<string[][]> {
   return Promise.all(env.tcp.map((c) => c.zrange(queue, 0, -1)));
@@ -132,7 +136,7 @@ describe("single tries racing waiters (real cluster, late requests)", () => {
     );
     expect(overlaps).toBe(0);
     expect(waiterGaveUp).toBe(0);
-    expect(singleValues.size).toBeGreaterThan(0); // the path under review ran
+    expect(singleValues.size).toBeGreaterThan(0); // the single-try path ran
     // No single try's ticket was ever seen in any queue on any node, nor is one left.
     expect([...single].filter((t) => watch.seen.has(t))).toEqual([]);
     expect(left.flat().filter((t) => single.has(t))).toEqual([]);
@@ -201,7 +205,9 @@ describe("single tries racing waiters (real cluster, late requests)", () => {
     await watch.stop();
     const { single } = tickets(log);
     const left = await queueMembers(SEM_QUEUE("sem-race"));
-    console.log(`semaphore race: single tries won ${singleValues.size}, waited ${waitedValues.size}; queue left ${left.map((m) => m.length).join(",")}`);
+    console.log(
+      `semaphore race: single tries won ${singleValues.size}, waited ${waitedValues.size}; queue left ${left.map((m) => m.length).join(",")}`,
+    );
     expect(over).toBe(0);
     expect(waiterGaveUp).toBe(0);
     expect(singleValues.size).toBeGreaterThan(0);
@@ -212,7 +218,9 @@ describe("single tries racing waiters (real cluster, late requests)", () => {
       if (waitedValues.has(s.args[0])) expect(s.script).toBe("leave");
     }
     for (let slot = 0; slot < 2; slot++)
-      expect(await Promise.all(env.tcp.map((c) => c.exists(`edge-redlock:semaphore:sem-race:${slot}`)))).toEqual([0, 0, 0, 0, 0]);
+      expect(await Promise.all(env.tcp.map((c) => c.exists(`edge-redlock:semaphore:sem-race:${slot}`)))).toEqual([
+        0, 0, 0, 0, 0,
+      ]);
   });
 
   it("Hono middlewares with the default wait (0): their requests carry enqueue '0', their releases are RELEASE, no ticket is queued", async () => {
@@ -285,7 +293,13 @@ describe("a lock acquired with waiting, denied and queued by a minority (real cl
       Array(5).fill(["leave", ["queued", QUEUE("queued")]]),
     );
     expect((await queueMembers(QUEUE("queued"))).flat()).toEqual([]);
-    expect(await Promise.all(env.tcp.map((c) => c.get("queued")))).toEqual([null, null, null, "someone-else", "someone-else"]);
+    expect(await Promise.all(env.tcp.map((c) => c.get("queued")))).toEqual([
+      null,
+      null,
+      null,
+      "someone-else",
+      "someone-else",
+    ]);
   });
 
   it("the same single try (retryCount 0) is never queued there and releases with RELEASE", async () => {
@@ -300,13 +314,20 @@ describe("a lock acquired with waiting, denied and queued by a minority (real cl
     expect(log.filter((s) => s.script === "leave" || s.script === "release").map((s) => [s.script, s.keys])).toEqual(
       Array(5).fill(["release", ["queued1"]]),
     );
-    expect(await Promise.all(env.tcp.map((c) => c.get("queued1")))).toEqual([null, null, null, "someone-else", "someone-else"]);
+    expect(await Promise.all(env.tcp.map((c) => c.get("queued1")))).toEqual([
+      null,
+      null,
+      null,
+      "someone-else",
+      "someone-else",
+    ]);
   });
 
   it("single tries whose RELEASE overtakes their granting acquire on slow nodes: the late re-send removes the keys, no queue is made", async () => {
     await loadScripts(env);
     await releaseOvertakingStragglers(env, new Redlock(env.nodes, { retryCount: 0 }), "single-overtaken", 4);
-    for (let i = 0; i < 4; i++) expect(await Promise.all(env.tcp.map((c) => c.exists(QUEUE(`single-overtaken:${i}`))))).toEqual([0, 0, 0, 0, 0]);
+    for (let i = 0; i < 4; i++)
+      expect(await Promise.all(env.tcp.map((c) => c.exists(QUEUE(`single-overtaken:${i}`))))).toEqual([0, 0, 0, 0, 0]);
   });
 
   it("a waited lock whose LEAVE overtakes its own acquire, denied and enqueued on slow nodes: the follow-up LEAVE takes the ticket out", async () => {
@@ -320,11 +341,18 @@ describe("a lock acquired with waiting, denied and queued by a minority (real cl
     await released.pending;
     await settle(env);
     const [t] = tickets(log).waiting;
-    // Found by review 21b (it was so before 8b21d1d): the LEAVE reached nodes 4 and 5 before the acquire, which
-    // was then denied there and put the ticket in line; release() re-sent only where the straggler was not
-    // denied, so the ticket stayed live there until its lease ran out. A fair lock's follow-up LEAVE now runs
-    // on such nodes too.
-    expect((await queueMembers(QUEUE("overtaken"))).map((m) => m.includes(t))).toEqual([false, false, false, false, false]);
-    expect(await Promise.all(env.tcp.map((c) => c.eval(LIVE, 1, QUEUE("overtaken")).then(Number)))).toEqual([0, 0, 0, 0, 0]);
+    // The LEAVE reached nodes 4 and 5 before the acquire, which was then denied there and put the ticket in line;
+    // a fair lock's follow-up LEAVE runs on such nodes too (not only where the straggler was not denied), so the
+    // ticket does not stay live there until its lease runs out.
+    expect((await queueMembers(QUEUE("overtaken"))).map((m) => m.includes(t))).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
+    expect(await Promise.all(env.tcp.map((c) => c.eval(LIVE, 1, QUEUE("overtaken")).then(Number)))).toEqual([
+      0, 0, 0, 0, 0,
+    ]);
   });
 });

@@ -1,10 +1,15 @@
+// Fencing tokens on the real cluster: successive holders get strictly increasing tokens (one more request per node),
+// exact beyond 2^53; a multi-resource lock gets one token above every earlier token of its keys; a holder that paused
+// past its validity has its guarded write rejected; fencedRead records the token before reading; a node that restarted
+// empty still hands out a larger token (its counter is floored at its clock).
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
-import { Redlock, compareFences, fenceKey, fencedRead, fencedWrite } from "../../src/index.ts";
-import { loadScripts, settle, useCluster } from "./fixture.ts";
+import { Redlock, compareFences, fenceKey, fencedRead, fencedWrite } from "../../../src/index.ts";
+import { loadScripts, settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
-const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) => new Redlock(env.nodes, { nodeTimeout: 100, ...options });
+const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) =>
+  new Redlock(env.nodes, { nodeTimeout: 100, ...options });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("fencing tokens on the real cluster", () => {

@@ -1,9 +1,14 @@
+// The redlock() middleware in Node on the real cluster: concurrent reservations never oversell (and do without the
+// lock: the demo's negative control); busy → 423 and unreachable → 503, each with Retry-After, replaceable by onBusy and
+// onUnavailable, the cause logged once without secrets; variables read from Hono's env; the lock released after the
+// handler (also when it throws, through waitUntil when there is one) and extended while it runs, a lost lock aborting
+// c.var.lock.signal; missing configuration → 500 naming the variables; a job runs exactly once; status shows holders.
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redlock, envNames } from "../../src/index.ts";
-import { redlock, type RedlockVariables } from "../../src/hono/index.ts";
-import { createApp } from "../../worker/app.ts";
-import { settle, useCluster } from "./fixture.ts";
+import { Redlock, envNames } from "../../../src/index.ts";
+import { redlock, type RedlockVariables } from "../../../src/hono/index.ts";
+import { createApp } from "../../../worker/app.ts";
+import { settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const saved: Record<string, string | undefined> = {};
@@ -31,18 +36,32 @@ describe("redlock() middleware in Node", () => {
   it("N concurrent reservations on stock S < N with wait: exactly S succeed, stock ends at 0", async () => {
     const app = createApp();
     await app.request("/stock/widget", { method: "PUT", body: JSON.stringify({ count: 3 }) });
-    const responses = await Promise.all(Array.from({ length: 8 }, () => app.request("/stock/widget/reserve?wait=10000", { method: "POST" })));
+    const responses = await Promise.all(
+      Array.from({ length: 8 }, () => app.request("/stock/widget/reserve?wait=10000", { method: "POST" })),
+    );
     const statuses = responses.map((r) => r.status).sort();
     expect(statuses).toEqual([200, 200, 200, 409, 409, 409, 409, 409]);
-    expect(await (await app.request("/stock/widget")).json()).toEqual({ count: 0, reserved: 3, orders: 3, oversold: 0 });
+    expect(await (await app.request("/stock/widget")).json()).toEqual({
+      count: 0,
+      reserved: 3,
+      orders: 3,
+      oversold: 0,
+    });
   });
 
   it("without the lock the same race oversells (the demo's negative control)", async () => {
     const app = createApp();
     await app.request("/stock/gadget", { method: "PUT", body: JSON.stringify({ count: 3 }) });
-    const responses = await Promise.all(Array.from({ length: 8 }, () => app.request("/stock/gadget/reserve-unsafe", { method: "POST" })));
+    const responses = await Promise.all(
+      Array.from({ length: 8 }, () => app.request("/stock/gadget/reserve-unsafe", { method: "POST" })),
+    );
     const ok = responses.filter((r) => r.status === 200).length;
-    const stock = (await (await app.request("/stock/gadget")).json()) as { count: number; reserved: number; orders: number; oversold: number };
+    const stock = (await (await app.request("/stock/gadget")).json()) as {
+      count: number;
+      reserved: number;
+      orders: number;
+      oversold: number;
+    };
     expect(ok).toBeGreaterThan(3);
     expect(stock.reserved).toBeLessThan(ok); // lost updates: more "reserved" answers than recorded
     expect(stock.orders).toBe(ok); // the stored state shows it: every "yes" is in the ledger
@@ -105,7 +124,12 @@ describe("redlock() middleware in Node", () => {
   });
 
   it("Hono's own test pattern on Node: app.request(path, init, env) reads the variables from env, not process.env", async () => {
-    const bindings = Object.fromEntries(env.cluster.nodes.flatMap((n, i) => [[envNames(i + 1).url, n.url], [envNames(i + 1).token, n.token]]));
+    const bindings = Object.fromEntries(
+      env.cluster.nodes.flatMap((n, i) => [
+        [envNames(i + 1).url, n.url],
+        [envNames(i + 1).token, n.token],
+      ]),
+    );
     const saved = Object.fromEntries(names.map((name) => [name, process.env[name]]));
     for (const name of names) delete process.env[name];
     try {
@@ -114,7 +138,10 @@ describe("redlock() middleware in Node", () => {
       const res = await app.request("/p", { method: "POST" }, bindings);
       expect(res.status, await res.clone().text()).toBe(200);
       const missing = await app.request("/p", { method: "POST" }, { OTHER: "x" });
-      expect(await missing.json()).toMatchObject({ error: "lock not configured", source: expect.stringContaining("process.env") });
+      expect(await missing.json()).toMatchObject({
+        error: "lock not configured",
+        source: expect.stringContaining("process.env"),
+      });
     } finally {
       for (const name of names) process.env[name] = saved[name];
     }
@@ -134,9 +161,15 @@ describe("redlock() middleware in Node", () => {
 
   it("hands the release to executionCtx.waitUntil when there is one", async () => {
     const app = new Hono<{ Variables: RedlockVariables }>();
-    app.post("/w", redlock("lock:w", { redlock: new Redlock(env.nodes) }), (c) => c.json({ expiresAt: c.var.lock.expiresAt }));
+    app.post("/w", redlock("lock:w", { redlock: new Redlock(env.nodes) }), (c) =>
+      c.json({ expiresAt: c.var.lock.expiresAt }),
+    );
     const waited: Promise<unknown>[] = [];
-    const ctx = { waitUntil: (p: Promise<unknown>) => void waited.push(p), passThroughOnException: () => {}, props: {} };
+    const ctx = {
+      waitUntil: (p: Promise<unknown>) => void waited.push(p),
+      passThroughOnException: () => {},
+      props: {},
+    };
     const res = await app.request("/w", { method: "POST" }, {}, ctx);
     expect(res.status).toBe(200);
     expect(waited).toHaveLength(1);
@@ -156,7 +189,11 @@ describe("redlock() middleware in Node", () => {
       const kept = !c.var.lock.signal.aborted;
       await Promise.all([env.admins[0].kill(), env.admins[1].kill(), env.admins[2].kill()]);
       await sleep(800);
-      return c.json({ keptFirstSecond: kept, lostAfterKill: c.var.lock.signal.aborted, reason: String(c.var.lock.signal.reason?.name) });
+      return c.json({
+        keptFirstSecond: kept,
+        lostAfterKill: c.var.lock.signal.aborted,
+        reason: String(c.var.lock.signal.reason?.name),
+      });
     });
     const res = await app.request("/long", { method: "POST" });
     expect(await res.json()).toEqual({ keptFirstSecond: true, lostAfterKill: true, reason: "LockExtensionError" });
@@ -191,8 +228,12 @@ describe("redlock() middleware in Node", () => {
 
   it("runs a job exactly once under concurrent calls", async () => {
     const app = createApp();
-    const responses = await Promise.all(Array.from({ length: 6 }, () => app.request("/jobs/nightly/run", { method: "POST" })));
-    const bodies = await Promise.all(responses.filter((r) => r.status === 200).map((r) => r.json() as Promise<{ ran: boolean }>));
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, () => app.request("/jobs/nightly/run", { method: "POST" })),
+    );
+    const bodies = await Promise.all(
+      responses.filter((r) => r.status === 200).map((r) => r.json() as Promise<{ ran: boolean }>),
+    );
     // Fail-fast contenders may all lose to a split vote; never may two of them run the job.
     expect(bodies.filter((b) => b.ran).length).toBeLessThanOrEqual(1);
     expect(responses.every((r) => r.status === 200 || r.status === 423)).toBe(true);
@@ -204,7 +245,11 @@ describe("redlock() middleware in Node", () => {
   it("status (redlock.inspect) shows, per node, whether a key is held, by whom and for how long", async () => {
     const lock = await new Redlock(env.nodes).acquire(["lock:status"], 9_000);
     await settle(env);
-    const body = (await (await createApp().request("/status/lock:status")).json()) as { heldByQuorum: boolean; freeInMs: number; nodes: { held: boolean; pttl: number; holder: string }[] };
+    const body = (await (await createApp().request("/status/lock:status")).json()) as {
+      heldByQuorum: boolean;
+      freeInMs: number;
+      nodes: { held: boolean; pttl: number; holder: string }[];
+    };
     expect(body.heldByQuorum).toBe(true);
     expect(body.freeInMs).toBeGreaterThan(8_000);
     for (const node of body.nodes) {

@@ -5,18 +5,22 @@ import type { AddressInfo } from "node:net";
 import { Hono } from "hono";
 import { streamSSE, streamText } from "hono/streaming";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LockExtensionError, Redlock, ResponseAbandonedError } from "../../src/index.ts";
-import { redlock, type RedlockVariables } from "../../src/hono/index.ts";
-import { useCluster } from "./fixture.ts";
+import { LockExtensionError, Redlock, ResponseAbandonedError } from "../../../src/index.ts";
+import { redlock, type RedlockVariables } from "../../../src/hono/index.ts";
+import { useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const holding = async (key: string) => (await Promise.all(env.tcp.map((t) => t.exists(key)))).reduce((a, b) => a + b, 0);
+const holding = async (key: string) =>
+  (await Promise.all(env.tcp.map((t) => t.exists(key)))).reduce((a, b) => a + b, 0);
 
 /** A Workers-like execution context that collects what is handed to waitUntil. */
 function executionContext() {
   const waited: Promise<unknown>[] = [];
-  return { waited, ctx: { waitUntil: (p: Promise<unknown>) => void waited.push(p), passThroughOnException: () => {}, props: {} } };
+  return {
+    waited,
+    ctx: { waitUntil: (p: Promise<unknown>) => void waited.push(p), passThroughOnException: () => {}, props: {} },
+  };
 }
 
 /** Critical sections as they run: every moment two were inside at once. */
@@ -34,7 +38,10 @@ function criticalSections() {
   };
 }
 
-const app = (ttl = 2_000) => ({ hono: new Hono<{ Variables: RedlockVariables }>(), guard: (key: string) => redlock(key, { redlock: new Redlock(env.nodes, { nodeTimeout: 150, retryCount: 0 }), ttl }) });
+const app = (ttl = 2_000) => ({
+  hono: new Hono<{ Variables: RedlockVariables }>(),
+  guard: (key: string) => redlock(key, { redlock: new Redlock(env.nodes, { nodeTimeout: 150, retryCount: 0 }), ttl }),
+});
 
 describe("a streamed body", () => {
   it("holds and extends the lock until the body has been streamed in full, then releases it", async () => {
@@ -57,7 +64,8 @@ describe("a streamed body", () => {
     expect(second.status).toBe(423); // no second critical section while the first body streams
     await second.body?.cancel();
     let text = "";
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += new TextDecoder().decode(chunk.value);
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+      text += new TextDecoder().decode(chunk.value);
     expect(text).toContain("line 9");
     await waited[0];
     expect(await holding("stream:full")).toBe(0);
@@ -185,7 +193,11 @@ describe("a client that cancels a streamed body", () => {
       streamText(c, async (s) => {
         await s.writeln("begin");
         await released;
-        seen = { reason: c.var.lock.signal.reason, validityMs: c.var.lock.lock.validityMs, expiresAhead: Date.now() < c.var.lock.expiresAt };
+        seen = {
+          reason: c.var.lock.signal.reason,
+          validityMs: c.var.lock.lock.validityMs,
+          expiresAhead: Date.now() < c.var.lock.expiresAt,
+        };
       }),
     );
     const { waited, ctx } = executionContext();
@@ -245,7 +257,13 @@ describe("a response the middleware cannot copy", () => {
     // An upstream whose status line carries a UTF-8 "€": `new Response(body, thatResponse)` throws in Node.
     upstream = createServer((socket) =>
       socket.once("data", () =>
-        socket.end(Buffer.concat([Buffer.from("HTTP/1.1 200 OK "), Buffer.from("€", "utf8"), Buffer.from("\r\ncontent-type: text/plain\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello")])),
+        socket.end(
+          Buffer.concat([
+            Buffer.from("HTTP/1.1 200 OK "),
+            Buffer.from("€", "utf8"),
+            Buffer.from("\r\ncontent-type: text/plain\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello"),
+          ]),
+        ),
       ),
     );
     await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));

@@ -1,13 +1,14 @@
 // What lands late cannot make two holders, on five real redis-server nodes: a late, shorter extension;
-// an extension racing a release. Streamed responses: test/integration/hono-streaming.test.ts.
+// an extension racing a release. Streamed responses: test/integration/hono/streaming.test.ts.
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, LockExtensionError, Redlock } from "../../src/index.ts";
-import { loadScripts, settle, until, useCluster, type Fixture } from "./fixture.ts";
+import { LockAcquisitionError, LockExtensionError, Redlock } from "../../../src/index.ts";
+import { loadScripts, settle, until, useCluster, type Fixture } from "../fixture.ts";
 
 const env = useCluster();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const holding = async (fixture: Fixture, key: string) => (await Promise.all(fixture.tcp.map((t) => t.exists(key)))).reduce((a, b) => a + b, 0);
+const holding = async (fixture: Fixture, key: string) =>
+  (await Promise.all(fixture.tcp.map((t) => t.exists(key)))).reduce((a, b) => a + b, 0);
 
 describe("a late, shorter extension (real Redis)", () => {
   it("does not shorten the key on a majority: a contender is refused while the holder's validity lasts", async () => {
@@ -25,7 +26,9 @@ describe("a late, shorter extension (real Redis)", () => {
     const pttls = await Promise.all(env.tcp.map((t) => t.pttl("late:k")));
     expect(lock.validityMs).toBeGreaterThan(7_000);
     expect(pttls.filter((pttl) => pttl >= lock.validityMs).length, `PTTLs ${pttls}`).toBeGreaterThanOrEqual(3);
-    const contender = await new Redlock(env.nodes, { retryCount: 0 }).acquire(["late:k"], 5_000).catch((e: unknown) => e);
+    const contender = await new Redlock(env.nodes, { retryCount: 0 })
+      .acquire(["late:k"], 5_000)
+      .catch((e: unknown) => e);
     expect(contender).toBeInstanceOf(LockAcquisitionError);
     expect((contender as LockAcquisitionError).reason).toBe("held");
     await lock.release();
@@ -43,7 +46,9 @@ describe("a released lock is dead (real Redis)", () => {
       (e: unknown) => e,
     );
     // Every extension request is held in its bridge; the release then overtakes it.
-    await until(async () => (await Promise.all(env.admins.map((a) => a.state()))).every((s) => s.counters.waiting === 1));
+    await until(async () =>
+      (await Promise.all(env.admins.map((a) => a.state()))).every((s) => s.counters.waiting === 1),
+    );
     await Promise.all(env.admins.map((a) => a.faults({ latencyMs: 0 })));
     const result = await lock.release();
     expect(result.released).toBeGreaterThanOrEqual(3);
@@ -66,7 +71,9 @@ describe("a released lock is dead (real Redis)", () => {
       () => "extended",
       (e: unknown) => e,
     );
-    await until(async () => (await Promise.all(env.admins.map((a) => a.state()))).every((s) => s.counters.waiting === 1));
+    await until(async () =>
+      (await Promise.all(env.admins.map((a) => a.state()))).every((s) => s.counters.waiting === 1),
+    );
     // The release overtakes the extension on 0-2 and lands 400 ms later on 3-4 (after the extension ran there).
     await Promise.all([0, 1, 2].map((i) => env.admins[i].faults({ latencyMs: 0 })));
     await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 400 })));
@@ -87,7 +94,9 @@ describe("a released lock is dead (real Redis)", () => {
     const error = await lock.extend(5_000).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockExtensionError);
     expect((error as LockExtensionError).reason).toBe("released");
-    expect((await Promise.all(env.admins.map((a) => a.state()))).map((s) => s.counters.received)).toEqual([0, 0, 0, 0, 0]);
+    expect((await Promise.all(env.admins.map((a) => a.state()))).map((s) => s.counters.received)).toEqual([
+      0, 0, 0, 0, 0,
+    ]);
     expect(await holding(env, "dead:k")).toBe(0);
   });
 });

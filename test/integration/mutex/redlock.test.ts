@@ -1,6 +1,12 @@
+// The Redlock algorithm on five real redis-server nodes through the REST bridge: exactly one of two contenders holds,
+// with its value and a PTTL ≤ ttl on each node; one request per node per attempt in steady state (one more on a script
+// miss); a quorum of live nodes suffices and a lost quorum fails as unreachable; acquire does not wait for slow nodes;
+// hung, garbage and failing nodes are never grants; a refused multi-resource lock leaves nothing set; an expired lock
+// releases nothing and cannot be extended; extend reaches every node; any string is a key; no error or tally holds the
+// REST token or a lock value.
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, LockExtensionError, Redlock } from "../../src/index.ts";
-import { loadScripts, settle, useCluster } from "./fixture.ts";
+import { LockAcquisitionError, LockExtensionError, Redlock } from "../../../src/index.ts";
+import { loadScripts, settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) => new Redlock(env.nodes, options);
@@ -63,7 +69,9 @@ describe("Redlock on five real redis-server nodes through the REST bridge", () =
     const lock = await redlock({ retryCount: 0 }).acquire(["k"], 5_000);
     await lock.release();
     await env.admins[2].kill();
-    const error = (await redlock({ retryCount: 1, retryDelay: 10 }).acquire(["k"], 5_000).catch((e: unknown) => e)) as LockAcquisitionError;
+    const error = (await redlock({ retryCount: 1, retryDelay: 10 })
+      .acquire(["k"], 5_000)
+      .catch((e: unknown) => e)) as LockAcquisitionError;
     expect(error).toBeInstanceOf(LockAcquisitionError);
     expect(error.reason).toBe("unreachable");
     expect(error.attempts).toHaveLength(2);
@@ -105,7 +113,9 @@ describe("Redlock on five real redis-server nodes through the REST bridge", () =
       await env.admins[0].faults({ garbage: kind });
       await env.admins[1].faults({ status: 500 });
       await env.admins[2].faults({ status: 503 });
-      const error = (await redlock({ retryCount: 0 }).acquire(["g"], 5_000).catch((e: unknown) => e)) as LockAcquisitionError;
+      const error = (await redlock({ retryCount: 0 })
+        .acquire(["g"], 5_000)
+        .catch((e: unknown) => e)) as LockAcquisitionError;
       expect(error, kind).toBeInstanceOf(LockAcquisitionError);
       expect(error.reason).toBe("unreachable");
       const votes = error.attempts[0].votes;
@@ -119,7 +129,9 @@ describe("Redlock on five real redis-server nodes through the REST bridge", () =
 
   it("multi-resource: when another client holds one key, nothing is left set on any node", async () => {
     const other = await redlock().acquire(["b"], 10_000);
-    const error = await redlock({ retryCount: 2, retryDelay: 20 }).acquire(["a", "b", "c"], 10_000).catch((e: unknown) => e);
+    const error = await redlock({ retryCount: 2, retryDelay: 20 })
+      .acquire(["a", "b", "c"], 10_000)
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockAcquisitionError);
     await settle(env);
     for (const tcp of env.tcp) {
@@ -159,7 +171,15 @@ describe("Redlock on five real redis-server nodes through the REST bridge", () =
   });
 
   it("any string is a key: spaces, unicode, quotes, braces, newlines, Lua-looking text", async () => {
-    const keys = ["a b", "ключ-🔒", `quote"'`, "{tag}:x", "line\nbreak", "'); redis.call('FLUSHALL') --", "x".repeat(512)];
+    const keys = [
+      "a b",
+      "ключ-🔒",
+      `quote"'`,
+      "{tag}:x",
+      "line\nbreak",
+      "'); redis.call('FLUSHALL') --",
+      "x".repeat(512),
+    ];
     const lock = await redlock().acquire(keys, 5_000);
     await settle(env);
     for (const tcp of env.tcp) expect(await tcp.mget(...keys)).toEqual(keys.map(() => lock.value));
@@ -176,9 +196,18 @@ describe("Redlock on five real redis-server nodes through the REST bridge", () =
     await env.admins[1].faults({ status: 500 });
     await env.admins[2].faults({ garbage: "html" });
     await env.admins[3].kill();
-    const error = await redlock({ retryCount: 1, retryDelay: 10 }).acquire(["typed", "other"], 5_000).catch((e: unknown) => e);
+    const error = await redlock({ retryCount: 1, retryDelay: 10 })
+      .acquire(["typed", "other"], 5_000)
+      .catch((e: unknown) => e);
     const result = await lock.release();
-    const texts = [String(error), (error as Error).stack ?? "", JSON.stringify(error), JSON.stringify((error as LockAcquisitionError).attempts), JSON.stringify(result.votes), JSON.stringify(lock)];
+    const texts = [
+      String(error),
+      (error as Error).stack ?? "",
+      JSON.stringify(error),
+      JSON.stringify((error as LockAcquisitionError).attempts),
+      JSON.stringify(result.votes),
+      JSON.stringify(lock),
+    ];
     for (const text of texts) {
       expect(text).not.toContain(token);
       expect(text).not.toContain(lock.value);

@@ -1,9 +1,14 @@
+// using() on the real cluster: it extends while the routine runs and releases after (also when the routine throws, and
+// at the end of an `await using` scope, once a quorum answered, undoing a slow node's late acquire in the background);
+// it aborts the routine's signal when too few nodes remain, when the nodes pause past the validity, and at maxHold;
+// aborting mid-retry returns within one node timeout and leaves no key behind.
 import { describe, expect, it } from "vitest";
-import { LockExtensionError, MaxHoldError, Redlock } from "../../src/index.ts";
-import { loadScripts, settle, until, useCluster } from "./fixture.ts";
+import { LockExtensionError, MaxHoldError, Redlock } from "../../../src/index.ts";
+import { loadScripts, settle, until, useCluster } from "../fixture.ts";
 
 const env = useCluster();
-const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) => new Redlock(env.nodes, { nodeTimeout: 150, ...options });
+const redlock = (options: ConstructorParameters<typeof Redlock>[1] = {}) =>
+  new Redlock(env.nodes, { nodeTimeout: 150, ...options });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const untilAborted = (signal: AbortSignal, capMs: number) =>
   new Promise<unknown>((resolve) => {
@@ -13,7 +18,8 @@ const untilAborted = (signal: AbortSignal, capMs: number) =>
       resolve(signal.reason);
     });
   });
-const extendsAt = async () => (await Promise.all(env.admins.map((a) => a.state()))).map((s) => s.counters.commands.evalsha ?? 0);
+const extendsAt = async () =>
+  (await Promise.all(env.admins.map((a) => a.state()))).map((s) => s.counters.commands.evalsha ?? 0);
 
 describe("using on the real cluster", () => {
   it("extends automatically while the routine runs (counted at the nodes) and releases after", async () => {
@@ -128,7 +134,9 @@ describe("using on the real cluster", () => {
     // 100 ms the worst case was 200 ms plus overheads, over the bound whenever the abort followed a send).
     await env.admins[3].faults({ latencyMs: 80 });
     const controller = new AbortController();
-    const waiting = redlock({ retryCount: -1, retryDelay: 30, retryJitter: 10 }).acquire(["using:g"], 10_000, { signal: controller.signal });
+    const waiting = redlock({ retryCount: -1, retryDelay: 30, retryJitter: 10 }).acquire(["using:g"], 10_000, {
+      signal: controller.signal,
+    });
     await sleep(420);
     const reason = new Error("caller gave up");
     const abortedAt = performance.now();

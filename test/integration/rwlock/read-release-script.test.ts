@@ -1,23 +1,38 @@
-// Review 25 (2e5f5fe): RW_READ_RELEASE with and without the lease, through the REST bridge (which enforces Upstash's
-// key-locking rules on real Redis), against a MemoryNode running the same requests.
+// RW_READ_RELEASE with and without the lease, through the REST bridge (which enforces Upstash's key-locking rules on
+// real Redis), against a MemoryNode running the same requests: every shape gives the same reply and state on both,
+// takes out only its own reader and touches no undeclared key; with the lease the put-back member stops a later
+// writer for one lease, then lapses.
 import { describe, expect, it } from "vitest";
-import type { RedlockNode } from "../../src/index.ts";
-import { READERS_CLOCK_MEMBER, RW_READ_ACQUIRE, RW_READ_RELEASE, RW_WRITE_ACQUIRE, type Script } from "../../src/scripts/index.ts";
-import { MemoryNode } from "../../src/testing/memory-node.ts";
-import { loadScripts, useCluster } from "./fixture.ts";
+import type { RedlockNode } from "../../../src/index.ts";
+import {
+  READERS_CLOCK_MEMBER,
+  RW_READ_ACQUIRE,
+  RW_READ_RELEASE,
+  RW_WRITE_ACQUIRE,
+  type Script,
+} from "../../../src/scripts/index.ts";
+import { MemoryNode } from "../../../src/testing/memory-node.ts";
+import { loadScripts, useCluster } from "../fixture.ts";
 
 const env = useCluster(1);
-const WRITER = "edge-redlock:rw:writer:r25";
-const READERS = "edge-redlock:rw:readers:r25";
-const QUEUE = "edge-redlock:rw:queue:r25";
+const WRITER = "edge-redlock:rw:writer:read-release";
+const READERS = "edge-redlock:rw:readers:read-release";
+const QUEUE = "edge-redlock:rw:queue:read-release";
 const RW = [WRITER, READERS, QUEUE];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const signal = () => AbortSignal.timeout(2_000);
-const ticket = (offset: number, kind: string) => `${String(Date.now() + offset).padStart(16, "0")}0000000000000000${kind}`;
+const ticket = (offset: number, kind: string) =>
+  `${String(Date.now() + offset).padStart(16, "0")}0000000000000000${kind}`;
 
 async function both(real: RedlockNode, memory: MemoryNode, script: Script, keys: string[], args: string[]) {
-  const r = await real.run(script, keys, args, signal()).then((v) => ({ ok: v }), (e: unknown) => ({ error: String(e).slice(0, 160) }));
-  const m = await memory.run(script, keys, args, signal()).then((v) => ({ ok: v }), (e: unknown) => ({ error: String(e).slice(0, 160) }));
+  const r = await real.run(script, keys, args, signal()).then(
+    (v) => ({ ok: v }),
+    (e: unknown) => ({ error: String(e).slice(0, 160) }),
+  );
+  const m = await memory.run(script, keys, args, signal()).then(
+    (v) => ({ ok: v }),
+    (e: unknown) => ({ error: String(e).slice(0, 160) }),
+  );
   return { r, m };
 }
 
@@ -27,13 +42,28 @@ async function realState() {
   return { readers, queue };
 }
 function memState(memory: MemoryNode) {
-  return { readers: [...memory.readers(READERS).keys()].sort(), queue: [...(memory.queue(QUEUE)?.keys() ?? [])].sort() };
+  return {
+    readers: [...memory.readers(READERS).keys()].sort(),
+    queue: [...(memory.queue(QUEUE)?.keys() ?? [])].sort(),
+  };
 }
 
-describe("review25: RW_READ_RELEASE argument shapes (real Redis through the bridge vs MemoryNode)", () => {
+describe("RW_READ_RELEASE argument shapes (real Redis through the bridge vs MemoryNode)", () => {
   const shapes: [string, (mine: string, member: string) => [string[], string[]]][] = [
-    ["2 keys, 3 args (the reader's undo)", (v, m) => [[READERS, QUEUE], [v, m, "300"]]],
-    ["2 keys, 2 args (a held reader's release)", (v, m) => [[READERS, QUEUE], [v, m]]],
+    [
+      "2 keys, 3 args (the reader's undo)",
+      (v, m) => [
+        [READERS, QUEUE],
+        [v, m, "300"],
+      ],
+    ],
+    [
+      "2 keys, 2 args (a held reader's release)",
+      (v, m) => [
+        [READERS, QUEUE],
+        [v, m],
+      ],
+    ],
     ["1 key, 1 arg (the undo of a reader that cannot reach a quorum)", (v) => [[READERS], [v]]],
     ["1 key, 3 args (queue not declared: the lease is ignored)", (v, m) => [[READERS], [v, m, "300"]]],
   ];
@@ -44,7 +74,10 @@ describe("review25: RW_READ_RELEASE argument shapes (real Redis through the brid
       const node = env.nodes[0];
       const mine = ticket(0, "r");
       const other = ticket(-5, "r");
-      for (const [value, member] of [["reader-mine-000000", mine], ["reader-other-00000", other]]) {
+      for (const [value, member] of [
+        ["reader-mine-000000", mine],
+        ["reader-other-00000", other],
+      ]) {
         const { r, m } = await both(node, memory, RW_READ_ACQUIRE, RW, [value, "5000", member, "300", "1"]);
         expect(r).toEqual({ ok: [1] });
         expect(m).toEqual(r);
@@ -90,8 +123,8 @@ describe("review25: RW_READ_RELEASE argument shapes (real Redis through the brid
   });
 
   // Shapes the library never sends (it always sends a member and a decimal lease): the Lua errors after taking the
-  // reader out. The review found the memory node answering 1 (and keeping the member for a lease of "" or "abc");
-  // it now fails them the same way.
+  // reader out, and the memory node fails them the same way (not answering 1 and keeping the member for a lease of ""
+  // or "abc").
   const odd: [string, string[], string[]][] = [
     ["2 keys, 1 arg (no member)", [READERS, QUEUE], ["reader-mine-000000"]],
     ["2 keys, lease ''", [READERS, QUEUE], ["reader-mine-000000", "M", ""]],
@@ -105,7 +138,8 @@ describe("review25: RW_READ_RELEASE argument shapes (real Redis through the brid
       const node = env.nodes[0];
       const member = ticket(0, "r");
       const realArgs = args.map((a) => (a === "M" ? member : a));
-      for (const n of [node, memory]) await n.run(RW_READ_ACQUIRE, RW, ["reader-mine-000000", "5000", member, "300", "1"], signal());
+      for (const n of [node, memory])
+        await n.run(RW_READ_ACQUIRE, RW, ["reader-mine-000000", "5000", member, "300", "1"], signal());
       const { r, m } = await both(node, memory, RW_READ_RELEASE, keys, realArgs);
       expect("error" in r ? "error" : "ok").toBe("error" in m ? "error" : "ok");
       expect(memState(memory)).toEqual(await realState());

@@ -1,13 +1,12 @@
-// From the adversarial review of issues 10 and 11 (issue 11): what inspection reveals. It never prints a lock value (withstood). But `holder` is
-// 64 bits of SHA-256 of WHATEVER a key holds, for any key outside the library's namespace: an offline
-// guessing oracle for low-entropy data kept on the lock databases (the demo keeps its state on database 1
-// and serves GET /status/:key without authentication).
-// Fixed: holder digests are salted anew for each inspection (src/lock/lock-inspection.ts). These tests assert the fix.
+// What inspection reveals, on the real cluster: it never holds a lock's or a permit's value, and it is no guessing oracle
+// for data kept on the lock databases. `holder` is 64 bits of SHA-256 of whatever a key holds, for any key outside the
+// library's namespace (the demo keeps its state on database 1 and serves GET /status/:key without authentication), so
+// holder digests are salted anew for each inspection (src/lock/lock-inspection.ts).
 import { describe, expect, it } from "vitest";
 import { createHash } from "node:crypto";
-import { Redlock } from "../../src/index.ts";
-import { createApp } from "../../worker/app.ts";
-import { settle, useCluster } from "./fixture.ts";
+import { Redlock } from "../../../src/index.ts";
+import { createApp } from "../../../worker/app.ts";
+import { settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 
@@ -33,7 +32,8 @@ describe("inspection output (real cluster)", () => {
     const digest = status.nodes[0].holder;
     const digestOf = (v: string) => createHash("sha256").update(v).digest("hex").slice(0, 16);
     let recovered: string | undefined;
-    for (let n = 0; n < 10_000 && !recovered; n++) if (digestOf(String(n).padStart(4, "0")) === digest) recovered = String(n).padStart(4, "0");
+    for (let n = 0; n < 10_000 && !recovered; n++)
+      if (digestOf(String(n).padStart(4, "0")) === digest) recovered = String(n).padStart(4, "0");
     console.log(`GET /status/otp:alice → holder ${digest}; recovered by 10^4 guesses: ${recovered}`);
     expect(recovered).toBeUndefined();
   });

@@ -5,20 +5,27 @@ import { inspect } from "node:util";
 import { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Redis } from "@upstash/redis/cloudflare";
-import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, Redlock, RedlockError, fencedWrite } from "../../src/index.ts";
-import { CLIENT_SETTINGS } from "../../src/node/upstash.ts";
-import { redlock as guard } from "../../src/hono/index.ts";
-import { textsOf, useCluster } from "./fixture.ts";
+import {
+  InvalidArgumentError,
+  LockAcquisitionError,
+  LockExtensionError,
+  Redlock,
+  RedlockError,
+  fencedWrite,
+} from "../../../src/index.ts";
+import { CLIENT_SETTINGS } from "../../../src/node/upstash.ts";
+import { redlock as guard } from "../../../src/hono/index.ts";
+import { textsOf, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const logged: string[] = [];
 const originals = { log: console.log, warn: console.warn, error: console.error };
 
 beforeEach(() => {
-  for (const level of ["log", "warn", "error"] as const) console[level] = (...args: unknown[]) => void logged.push(args.map((a) => inspect(a, { depth: 10 })).join(" "));
+  for (const level of ["log", "warn", "error"] as const)
+    console[level] = (...args: unknown[]) => void logged.push(args.map((a) => inspect(a, { depth: 10 })).join(" "));
 });
 afterEach(() => Object.assign(console, originals));
-
 
 describe("secrets stay out of everything the library produces", () => {
   it("errors, tallies, results, locks and logs never contain a token or a lock value", async () => {
@@ -47,7 +54,10 @@ describe("secrets stay out of everything the library produces", () => {
     await env.admins[3].restart();
 
     // A wrong token: 401 from every node.
-    const wrong = new Redlock(env.cluster.nodes.map((n) => ({ url: n.url, token: `${token}-wrong` })), { retryCount: 0 });
+    const wrong = new Redlock(
+      env.cluster.nodes.map((n) => ({ url: n.url, token: `${token}-wrong` })),
+      { retryCount: 0 },
+    );
     await keep(wrong.acquire(["s:x"], 1_000));
     // An extension of a lock taken over by another holder.
     const short = await rl.acquire(["s:short"], 400);
@@ -61,7 +71,14 @@ describe("secrets stay out of everything the library produces", () => {
     // The middleware's responses and logs: busy, unavailable, missing configuration.
     const app = new Hono();
     app.post("/a", guard("s:held2", { redlock: rl }), (c) => c.text("ok"));
-    app.post("/m", guard("s:m", { redlock: () => Redlock.fromEnv({ UPSTASH_REDIS_REST_URL_1: env.cluster.nodes[0].url, UPSTASH_REDIS_REST_TOKEN_1: token }) }), (c) => c.text("ok"));
+    app.post(
+      "/m",
+      guard("s:m", {
+        redlock: () =>
+          Redlock.fromEnv({ UPSTASH_REDIS_REST_URL_1: env.cluster.nodes[0].url, UPSTASH_REDIS_REST_TOKEN_1: token }),
+      }),
+      (c) => c.text("ok"),
+    );
     const holder = await rl.acquire(["s:held2"], 5_000);
     values.push(holder.value);
     produced.push(await (await app.request("/a", { method: "POST" })).text());
@@ -92,7 +109,11 @@ describe("secrets in node configuration and in what servers answer", () => {
       ["token with a space", { url, token: "abc SECRETTOKENTAIL" }, "SECRETTOKENTAIL"],
       ["token with a tab", { url, token: "abc\tSECRETTOKENTAIL" }, "SECRETTOKENTAIL"],
       ["token with a NUL", { url, token: "abc\u0000SECRETTOKENTAIL" }, "SECRETTOKENTAIL"],
-      ["token shorter than 8 characters (too short to be kept out of textsOf reliably)", { url, token: "s3cr3t7" }, "s3cr3t7"],
+      [
+        "token shorter than 8 characters (too short to be kept out of textsOf reliably)",
+        { url, token: "s3cr3t7" },
+        "s3cr3t7",
+      ],
     ];
     for (const [name, node, secret] of cases) {
       let thrown: unknown;
@@ -114,7 +135,11 @@ describe("secrets in node configuration and in what servers answer", () => {
             const server = createServer((req, res) => {
               req.resume();
               res.writeHead(500, { "content-type": "application/json" });
-              res.end(JSON.stringify({ error: `ERR unauthorized: got ${req.headers.authorization} from //admin:hunter2pass@proxy` }));
+              res.end(
+                JSON.stringify({
+                  error: `ERR unauthorized: got ${req.headers.authorization} from //admin:hunter2pass@proxy`,
+                }),
+              );
             });
             server.listen(0, "127.0.0.1", () => resolve(server));
           }),
@@ -123,7 +148,10 @@ describe("secrets in node configuration and in what servers answer", () => {
     try {
       const tokens = ["EchoedToken-0-abcdefgh", "EchoedToken-1-abcdefgh", "EchoedToken-2-abcdefgh"];
       const nodes = [
-        ...servers.map((server, i) => ({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: tokens[i] })),
+        ...servers.map((server, i) => ({
+          url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+          token: tokens[i],
+        })),
         ...env.cluster.nodes.slice(3).map(({ url, token }) => ({ url, token })),
       ];
       const error = await new Redlock(nodes, { retryCount: 0 }).acquire(["s:echo"], 2_000).catch((e: unknown) => e);
@@ -157,7 +185,10 @@ describe("secrets through a user-supplied @upstash/redis instance, and the fenci
   const rest = () => env.cluster.nodes.slice(3).map(({ url, token }) => ({ url, token }));
 
   it("a token with a newline inside: the whole header value is kept out of the message", async () => {
-    const nodes = [...env.cluster.nodes.slice(0, 3).map((n) => instance(n.url, "Bearer-abc\nSECRETTOKENTAIL")), ...rest()];
+    const nodes = [
+      ...env.cluster.nodes.slice(0, 3).map((n) => instance(n.url, "Bearer-abc\nSECRETTOKENTAIL")),
+      ...rest(),
+    ];
     const error = await new Redlock(nodes, { retryCount: 0 }).acquire(["s:newline"], 2_000).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockAcquisitionError);
     for (const text of [...textsOf(error), ...logged]) expect(text).not.toContain("SECRETTOKENTAIL");
@@ -192,7 +223,10 @@ describe("secrets through a user-supplied @upstash/redis instance, and the fenci
 
 describe("degradation is said, without secrets", () => {
   it("a wrong token on one node: acquire succeeds, console.warn names that node once (per minute), never a token or lock value", async () => {
-    const nodes = env.cluster.nodes.map(({ url, token }, i) => ({ url, token: i === 4 ? "wrong-token-0123456789" : token }));
+    const nodes = env.cluster.nodes.map(({ url, token }, i) => ({
+      url,
+      token: i === 4 ? "wrong-token-0123456789" : token,
+    }));
     const warned: string[] = [];
     const original = console.warn;
     console.warn = (...args: unknown[]) => void warned.push(args.map(String).join(" "));
@@ -203,7 +237,12 @@ describe("degradation is said, without secrets", () => {
       await Promise.all([first.release(), second.release()]);
       expect(warned).toHaveLength(1);
       expect(warned[0]).toMatch(/^edge-redlock: node 5 \(127\.0\.0\.1:\d+\) failed \(/);
-      for (const secret of [...env.cluster.nodes.map((n) => n.token), "wrong-token-0123456789", first.value, second.value])
+      for (const secret of [
+        ...env.cluster.nodes.map((n) => n.token),
+        "wrong-token-0123456789",
+        first.value,
+        second.value,
+      ])
         expect(warned[0]).not.toContain(secret);
       const quiet = new Redlock(nodes, { retryCount: 0, warnings: false });
       await (await quiet.acquire(["warn:c"], 5_000)).release();

@@ -1,16 +1,14 @@
-// From the adversarial review of issues 10 and 11 (issue 11): a semaphore that is NOT full refuses as if it were.
-// The first attempt of Semaphore.acquire tries ONE random slot; SEMAPHORE_ACQUIRE grants only that slot,
-// so with retryCount 0 (the Hono middleware's default, wait 0) a request is refused "every permit is
-// held" — and the middleware answers 429 — whenever the dice land on a held slot, while other slots are
-// free on every node. README: "When every permit is held, acquire rejects ... reason held";
-// hono: "429 ... every permit is held".
-// Fixed: an attempt tries another slot at once when the refusals show one free on a quorum (src/semaphore/semaphore.ts).
-// These tests assert the fix.
+// A semaphore that is not full never refuses as full. An attempt tries one random slot, and the acquire script grants
+// only that slot; with retryCount 0 (the Hono middleware's default, wait 0) a request would be refused "every permit is
+// held" — and the middleware would answer 429 — whenever the dice landed on a held slot while others were free on every
+// node. So an attempt tries another slot at once when the refusals show one free on a quorum
+// (src/semaphore/semaphore.ts). README: "When every permit is held, acquire rejects ... reason held"; hono: "429 ...
+// every permit is held".
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, Redlock } from "../../src/index.ts";
-import { semaphore, type SemaphoreVariables } from "../../src/hono/index.ts";
-import { settle, useCluster } from "./fixture.ts";
+import { LockAcquisitionError, Redlock } from "../../../src/index.ts";
+import { semaphore, type SemaphoreVariables } from "../../../src/hono/index.ts";
+import { settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 
@@ -45,7 +43,9 @@ describe("a semaphore that is not full never refuses as full (real cluster)", ()
     const redlock = new Redlock(env.nodes);
     const holder = await redlock.semaphore("atk:mw", 2).acquire(20_000);
     const app = new Hono<{ Variables: SemaphoreVariables }>();
-    app.post("/work", semaphore("atk:mw", { limit: 2, ttl: 2_000, redlock }), (c) => c.json({ slot: c.var.permit.permit.slot }));
+    app.post("/work", semaphore("atk:mw", { limit: 2, ttl: 2_000, redlock }), (c) =>
+      c.json({ slot: c.var.permit.permit.slot }),
+    );
     const statuses: number[] = [];
     for (let i = 0; i < 16; i++) statuses.push((await app.request("/work", { method: "POST" })).status);
     await settle(env);

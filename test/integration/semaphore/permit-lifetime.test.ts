@@ -1,23 +1,32 @@
-// From the adversarial review of issues 10 and 11 (issue 11): the semaphore() middleware holding a permit through a streamed body (to the end, and
-// after the client cancelled), and semaphore using() racing its own release with a hung node. Withstood.
+// A permit lives as long as the work it guards, on the real cluster: the semaphore() middleware holds it through a
+// streamed body (to the end, and after the client cancelled while the stream still runs), so a second request is
+// refused (429) meanwhile; semaphore using() racing its own release with a hung node never lets two inside and does
+// not wait for the hung node.
 import { Hono } from "hono";
 import { streamText } from "hono/streaming";
 import { describe, expect, it } from "vitest";
-import { Redlock } from "../../src/index.ts";
-import { semaphore, type SemaphoreVariables } from "../../src/hono/index.ts";
-import { settle, useCluster } from "./fixture.ts";
+import { Redlock } from "../../../src/index.ts";
+import { semaphore, type SemaphoreVariables } from "../../../src/hono/index.ts";
+import { settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const slotsHeld = async (key: string, limit: number) => {
   let n = 0;
-  for (let s = 0; s < limit; s++) n += (await Promise.all(env.tcp.map((t) => t.exists(`edge-redlock:semaphore:${key}:${s}`)))).reduce((a, b) => a + b, 0);
+  for (let s = 0; s < limit; s++)
+    n += (await Promise.all(env.tcp.map((t) => t.exists(`edge-redlock:semaphore:${key}:${s}`)))).reduce(
+      (a, b) => a + b,
+      0,
+    );
   return n;
 };
 
 function executionContext() {
   const waited: Promise<unknown>[] = [];
-  return { waited, ctx: { waitUntil: (p: Promise<unknown>) => void waited.push(p), passThroughOnException: () => {}, props: {} } };
+  return {
+    waited,
+    ctx: { waitUntil: (p: Promise<unknown>) => void waited.push(p), passThroughOnException: () => {}, props: {} },
+  };
 }
 
 describe("semaphore() through a streamed body (real cluster)", () => {
@@ -92,7 +101,9 @@ describe("semaphore using() and its release with a hung node (real cluster)", ()
       }),
     );
     releaseTimes.sort((a, b) => a - b);
-    console.log(`using() release p50 ${releaseTimes[8].toFixed(1)} ms, max ${releaseTimes.at(-1)!.toFixed(1)} ms (nodeTimeout ${nodeTimeout})`);
+    console.log(
+      `using() release p50 ${releaseTimes[8].toFixed(1)} ms, max ${releaseTimes.at(-1)!.toFixed(1)} ms (nodeTimeout ${nodeTimeout})`,
+    );
     expect(overlaps).toEqual([]);
     expect(releaseTimes[8]).toBeLessThan(nodeTimeout / 2);
     await env.admins[4].faults({ hang: false });

@@ -1,10 +1,10 @@
 // The semaphore, inspection and the semaphore() middleware on five real redis-server nodes.
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, Redlock, envNames } from "../../src/index.ts";
-import { semaphore, type SemaphoreVariables } from "../../src/hono/index.ts";
-import { createApp } from "../../worker/app.ts";
-import { settle, useCluster } from "./fixture.ts";
+import { LockAcquisitionError, Redlock, envNames } from "../../../src/index.ts";
+import { semaphore, type SemaphoreVariables } from "../../../src/hono/index.ts";
+import { createApp } from "../../../worker/app.ts";
+import { settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -27,7 +27,11 @@ describe("semaphore (real Redis)", () => {
   it("8 concurrent holders for a limit of 3: never more than 3 inside at once, and 3 at times", async () => {
     const redlock = new Redlock(env.nodes, { retryDelay: 30, retryJitter: 20 });
     const log = runLog();
-    await Promise.all(Array.from({ length: 8 }, () => redlock.semaphore("sem:eight", 3).using(5_000, () => log.run(150), { retryCount: -1, maxWait: 10_000 })));
+    await Promise.all(
+      Array.from({ length: 8 }, () =>
+        redlock.semaphore("sem:eight", 3).using(5_000, () => log.run(150), { retryCount: -1, maxWait: 10_000 }),
+      ),
+    );
     expect(log.runs).toHaveLength(8);
     expect(log.mostAtOnce()).toBeLessThanOrEqual(3);
     expect(log.mostAtOnce()).toBe(3);
@@ -53,7 +57,12 @@ describe("semaphore (real Redis)", () => {
 
   it("a permit is taken on nodes that reject the key-locking flag, once they fell back", async () => {
     await Promise.all([0, 1].map((i) => env.admins[i].faults({ rejectKeyLocking: true })));
-    const permit = await new Redlock(env.cluster.nodes.map(({ url, token }) => ({ url, token })), { retryCount: 2 }).semaphore("sem:flag", 1).acquire(3_000);
+    const permit = await new Redlock(
+      env.cluster.nodes.map(({ url, token }) => ({ url, token })),
+      { retryCount: 2 },
+    )
+      .semaphore("sem:flag", 1)
+      .acquire(3_000);
     await settle(env);
     expect(await env.tcp[0].get(`edge-redlock:semaphore:sem:flag:${permit.slot}`)).toBe(permit.value);
     await permit.release();
@@ -112,7 +121,9 @@ describe("semaphore() middleware (real Redis)", () => {
       process.env[envNames(i + 1).token] = node.token;
     }
     await app.request("/renders", { method: "DELETE" });
-    const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => app.request(`/renders/r${i}?wait=15000`, { method: "POST" })));
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => app.request(`/renders/r${i}?wait=15000`, { method: "POST" })),
+    );
     expect(responses.map((r) => r.status)).toEqual(Array(6).fill(200));
     const log = (await (await app.request("/renders")).json()) as { runs: number; mostAtOnce: number };
     expect(log.runs).toBe(6);

@@ -1,14 +1,19 @@
 // checkLocalNodes (edge-redlock/testing): resolves when every node answers; otherwise one line naming each
 // node that does not, its host and why, and how to start them; never a token.
 import { describe, expect, it } from "vitest";
-import { freePort } from "../../dev/redis-server.ts";
-import { envNames } from "../../src/index.ts";
-import { LocalNodesNotRunningError, checkLocalNodes } from "../../src/testing/index.ts";
-import { useCluster } from "./fixture.ts";
+import { freePort } from "../../../dev/redis-server.ts";
+import { envNames } from "../../../src/index.ts";
+import { LocalNodesNotRunningError, checkLocalNodes } from "../../../src/testing/index.ts";
+import { useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const vars = () =>
-  Object.fromEntries(env.cluster.nodes.flatMap((n, i) => [[envNames(i + 1).url, n.url], [envNames(i + 1).token, n.token]]));
+  Object.fromEntries(
+    env.cluster.nodes.flatMap((n, i) => [
+      [envNames(i + 1).url, n.url],
+      [envNames(i + 1).token, n.token],
+    ]),
+  );
 
 describe("checkLocalNodes", () => {
   it("resolves when every node answers", async () => {
@@ -30,7 +35,9 @@ describe("checkLocalNodes", () => {
       `UPSTASH_REDIS_REST_URL_3 ${new URL(given.UPSTASH_REDIS_REST_URL_3).host}: the token was refused (HTTP 401)`,
       `UPSTASH_REDIS_REST_URL_5 ${new URL(given.UPSTASH_REDIS_REST_URL_5).host}: no answer within 300 ms`,
     ]);
-    expect(message).toBe(`edge-redlock: 3 of the 5 local nodes in .dev.vars do not answer (${failures.join("; ")}). Start them in another terminal: npx edge-redlock dev`);
+    expect(message).toBe(
+      `edge-redlock: 3 of the 5 local nodes in .dev.vars do not answer (${failures.join("; ")}). Start them in another terminal: npx edge-redlock dev`,
+    );
     for (const token of env.cluster.nodes.map((n) => n.token)) expect(message).not.toContain(token);
     await env.admins[4].faults({ hang: false });
   });

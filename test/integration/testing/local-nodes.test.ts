@@ -1,8 +1,8 @@
 // edge-redlock/testing as a user calls it: startLocalNodes() gives real nodes the real @upstash/redis
 // client reaches through the variables, with faults; stop() really stops them; memoryNodes() lock in-process.
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, Redlock } from "../../src/index.ts";
-import { memoryNodes, startLocalNodes } from "../../src/testing/index.ts";
+import { LockAcquisitionError, Redlock } from "../../../src/index.ts";
+import { memoryNodes, startLocalNodes } from "../../../src/testing/index.ts";
 
 describe("startLocalNodes", () => {
   it("starts five nodes whose variables Redlock.fromEnv reads; a cut node leaves a quorum; stop() ends them", async () => {
@@ -11,7 +11,9 @@ describe("startLocalNodes", () => {
       expect(Object.keys(local.env).sort()).toEqual(
         [1, 2, 3, 4, 5].flatMap((n) => [`UPSTASH_REDIS_REST_TOKEN_${n}`, `UPSTASH_REDIS_REST_URL_${n}`]).sort(),
       );
-      expect(local.nodes.map((n) => n.url)).toEqual([1, 2, 3, 4, 5].map((n) => local.env[`UPSTASH_REDIS_REST_URL_${n}`]));
+      expect(local.nodes.map((n) => n.url)).toEqual(
+        [1, 2, 3, 4, 5].map((n) => local.env[`UPSTASH_REDIS_REST_URL_${n}`]),
+      );
       const redlock = Redlock.fromEnv(local.env, { retryCount: 0, nodeTimeout: 300 });
       await local.faults[3].cut();
       await local.faults[4].status(500);
@@ -36,7 +38,11 @@ describe("startLocalNodes", () => {
   it("fails with the install command for each system when redis-server is not where it was said to be", async () => {
     const error = await startLocalNodes({ redisServer: "/nonexistent/redis-server" }).catch((e: Error) => e);
     expect(String((error as Error).message)).toContain("redis-server was not found at /nonexistent/redis-server");
-    for (const line of ["Debian/Ubuntu:  sudo apt-get update && sudo apt-get install -y redis-server", "macOS:          brew install redis", "Windows:        in WSL"])
+    for (const line of [
+      "Debian/Ubuntu:  sudo apt-get update && sudo apt-get install -y redis-server",
+      "macOS:          brew install redis",
+      "Windows:        in WSL",
+    ])
       expect((error as Error).message).toContain(line);
   });
 });

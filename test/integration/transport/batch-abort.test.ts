@@ -1,15 +1,14 @@
-// From the adversarial review of issues 10 and 11 (issue 10 + SAFETY.md "Two residues"): the doc bounds the first residue: "Only a request that
-// the network holds back for longer than nodeTimeout can do this." With batching, a member whose CALLER
-// aborts (the Hono middleware passes the client's request signal) stops waiting, but its command stays in
-// the pipeline request, which is not cut while another member waits. Its cleanup release (a new request)
-// can overtake the pipeline under ordinary jitter, far below nodeTimeout; the acquire then lands and sets
-// the key on every node for the full ttl: nobody holds the lock, and every contender is refused.
-// Fixed: a member that stops waiting carries when its pipeline request is over (src/node/batch.ts, Abandoned),
-// and cleanups and follow-up releases wait for it (src/lock/lifecycle.ts); a decided round is no longer cut by the
-// caller's signal. These tests assert the fix.
+// A caller that gives up inside a batch leaves nothing behind. With batching, a member whose caller aborts (the Hono
+// middleware passes the client's request signal) stops waiting, but its command stays in the pipeline request, which is
+// not cut while another member waits; a cleanup release sent at once (a new request) could overtake that pipeline under
+// ordinary jitter, far below nodeTimeout, and the acquire would then land and set the key for the full ttl: nobody
+// holding, every contender refused (docs/SAFETY.md, "Two residues", bounds that residue to a request the network holds
+// back for longer than nodeTimeout). So a member that stops waiting carries when its pipeline request is over
+// (src/node/batch.ts, Abandoned), and cleanups and follow-up releases wait for it; a decided round is not cut by the
+// caller's signal.
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, Redlock } from "../../src/index.ts";
-import { loadScripts, settle, useCluster } from "./fixture.ts";
+import { LockAcquisitionError, Redlock } from "../../../src/index.ts";
+import { loadScripts, settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const config = () => env.cluster.nodes.map(({ url, token }) => ({ url, token }));
@@ -35,7 +34,8 @@ async function scenario(batching: boolean, tag: string) {
   const residue = await held(`${tag}:quit`);
   const contender = await new Redlock(config(), { retryCount: 0 }).acquire([`${tag}:quit`], 1_000).then(
     () => "granted",
-    (e: unknown) => (e instanceof LockAcquisitionError ? `refused (${e.reason}, retry after ${e.retryAfterMs} ms)` : String(e)),
+    (e: unknown) =>
+      e instanceof LockAcquisitionError ? `refused (${e.reason}, retry after ${e.retryAfterMs} ms)` : String(e),
   );
   await (await kept.release()).pending;
   return { residue, contender };
@@ -62,7 +62,10 @@ describe("a caller that gives up inside a batch leaves nothing behind (real clus
       await env.admins[4].faults({ latencyMs: 300 });
       const client = new AbortController();
       // two locks in one turn (one pipeline to node 4), decided on {0,1,2,3}; node 4's replies are stragglers
-      const [lock, other] = await Promise.all([redlock.acquire([`${tag}:held`], 10_000, { signal: client.signal }), redlock.acquire([`${tag}:other`], 10_000)]);
+      const [lock, other] = await Promise.all([
+        redlock.acquire([`${tag}:held`], 10_000, { signal: client.signal }),
+        redlock.acquire([`${tag}:other`], 10_000),
+      ]);
       await env.admins[4].faults({ latencyMs: 0 });
       await sleep(30);
       client.abort(new Error("client went away")); // mid-handler
@@ -74,7 +77,9 @@ describe("a caller that gives up inside a batch leaves nothing behind (real clus
     };
     const off = await run(false, "h-off");
     const on = await run(true, "h-on");
-    console.log(`held lock, client left, then released: nodes still holding it — batching off ${off}, batching on ${on}`);
+    console.log(
+      `held lock, client left, then released: nodes still holding it — batching off ${off}, batching on ${on}`,
+    );
     expect(off).toBe(0);
     expect(on).toBe(0);
   });
@@ -89,7 +94,10 @@ describe("a caller that gives up inside a batch leaves nothing behind (real clus
     await Promise.all(env.admins.map((a) => a.faults({ latencyMs: 300 })));
     const quitter = new AbortController();
     const keep = redlock.acquire(["sem-res:other"], 10_000);
-    const quit = redlock.semaphore("sem-res", 1).acquire(10_000, { signal: quitter.signal }).catch((e: unknown) => e);
+    const quit = redlock
+      .semaphore("sem-res", 1)
+      .acquire(10_000, { signal: quitter.signal })
+      .catch((e: unknown) => e);
     await sleep(100);
     await Promise.all(env.admins.map((a) => a.faults({ latencyMs: 0 })));
     await sleep(50);
@@ -99,8 +107,16 @@ describe("a caller that gives up inside a batch leaves nothing behind (real clus
     await settle(env);
     const seen = await redlock.semaphore("sem-res", 1).inspect();
     const pipelines = (await Promise.all(env.admins.map((a) => a.state()))).map((st) => st.counters.pipelines);
-    const next = await redlock.semaphore("sem-res", 1).acquire(3_000).then(() => "granted", (e: unknown) => (e as Error).message);
-    console.log(`semaphore after a given-up acquire: held ${seen.held} of 1 (soonest ends in ${seen.soonestExpiresInMs} ms); next acquire: ${next}; pipelines ${pipelines}`);
+    const next = await redlock
+      .semaphore("sem-res", 1)
+      .acquire(3_000)
+      .then(
+        () => "granted",
+        (e: unknown) => (e as Error).message,
+      );
+    console.log(
+      `semaphore after a given-up acquire: held ${seen.held} of 1 (soonest ends in ${seen.soonestExpiresInMs} ms); next acquire: ${next}; pipelines ${pipelines}`,
+    );
     await (await other.release()).pending;
     expect(seen.held).toBe(0);
   });

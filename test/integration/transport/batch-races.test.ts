@@ -1,10 +1,10 @@
-// From the adversarial review of issues 10 and 11: orderings the change withstood, on the real cluster: batches mixing acquire, extend and
-// release of one lock (and of a lock and a permit of the same name), NOSCRIPT and key-locking fallbacks
-// in the middle of a batch, a node that flips between accepting and rejecting the flag, release decided at
-// a quorum while acquire stragglers (on their fallback path) are still out, and secrets in batched errors.
+// Batches stay correct under the orderings a batch allows, on the real cluster: acquire, extend and release of one lock
+// (and of a lock and a permit of the same name) mixed in one pipeline, NOSCRIPT and key-locking fallbacks in the middle
+// of a batch, a node that flips between accepting and rejecting the flag, release decided at a quorum while acquire
+// stragglers (on their fallback path) are still out; and no secret in batched errors.
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, LockExtensionError, Redlock, type Lock, type RedlockNode } from "../../src/index.ts";
-import { loadScripts, settle, useCluster } from "./fixture.ts";
+import { LockAcquisitionError, LockExtensionError, Redlock, type Lock, type RedlockNode } from "../../../src/index.ts";
+import { loadScripts, settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const config = () => env.cluster.nodes.map(({ url, token }) => ({ url, token }));
@@ -21,12 +21,18 @@ describe("one batch, one lock (real cluster)", () => {
     await Promise.all(env.admins.map((a) => a.resetCounters()));
     const outcomes = await Promise.all(
       locks.flatMap((lock) => [
-        lock.extend(8_000).then(() => "extended", (e: unknown) => (e instanceof LockExtensionError ? e.reason : String(e))),
-        lock.release().then(async (r) => (await r.pending, `released ${r.released}`)),
+        lock.extend(8_000).then(
+          () => "extended",
+          (e: unknown) => (e instanceof LockExtensionError ? e.reason : String(e)),
+        ),
+        lock.release().then(async (r) => {
+          await r.pending;
+          return `released ${r.released}`;
+        }),
       ]),
     );
     await settle(env);
-    expect(outcomes.filter((o, i) => i % 2 === 0)).toEqual(["released", "released", "released"]);
+    expect(outcomes.filter((_, i) => i % 2 === 0)).toEqual(["released", "released", "released"]);
     for (const k of ["mix:a", "mix:b", "mix:c"]) expect(await held(k)).toBe(0);
     const c = await counters();
     expect(c.map((x) => x.pipelines).every((p) => p >= 1)).toBe(true);
@@ -37,13 +43,19 @@ describe("one batch, one lock (real cluster)", () => {
     const redlock = new Redlock(config(), { retryCount: 0 });
     const other = await redlock.acquire(["same:other"], 5_000);
     const s = redlock.semaphore("same", 1);
-    const [lock, permit, rel] = await Promise.all([redlock.acquire(["same"], 5_000), s.acquire(5_000), other.release()]);
+    const [lock, permit, rel] = await Promise.all([
+      redlock.acquire(["same"], 5_000),
+      s.acquire(5_000),
+      other.release(),
+    ]);
     expect(lock.resources).toEqual(["same"]);
     expect(permit.slot).toBe(0);
     expect(rel.released).toBeGreaterThanOrEqual(3);
     // The lock and the permit are different keys; a second permit is refused, a second lock too.
     expect(await s.acquire(1_000).catch((e: unknown) => (e as LockAcquisitionError).reason)).toBe("held");
-    expect(await redlock.acquire(["same"], 1_000).catch((e: unknown) => (e as LockAcquisitionError).reason)).toBe("held");
+    expect(await redlock.acquire(["same"], 1_000).catch((e: unknown) => (e as LockAcquisitionError).reason)).toBe(
+      "held",
+    );
     await Promise.all([lock, permit].map(async (l) => (await l.release()).pending));
     await rel.pending;
     await settle(env);
@@ -62,7 +74,8 @@ describe("release at a quorum while acquire stragglers are on their fallback pat
     const early = await counters();
     expect([early[3].commands.eval ?? 0, early[4].commands.eval ?? 0]).toEqual([0, 0]);
     const results = await Promise.all(locks.map((l) => l.release()));
-    for (const r of results) expect(r.votes.filter((v) => v.outcome === "unanswered" || v.node < 3).length).toBeGreaterThanOrEqual(3);
+    for (const r of results)
+      expect(r.votes.filter((v) => v.outcome === "unanswered" || v.node < 3).length).toBeGreaterThanOrEqual(3);
     await Promise.all(results.map((r) => r.pending));
     await settle(env);
     for (const k of keys) expect(await held(k), k).toBe(0);
@@ -99,10 +112,23 @@ describe("secrets in batched failures (real cluster)", () => {
     await loadScripts(env);
     const values = new Set<string>();
     // The fixture's nodes are the library's batched upstashNode; this wrapper only records each value sent.
-    const spying = env.nodes.map((node): RedlockNode => ({ label: node.label, run: (script, keys, args, signal) => (values.add(args[0]), node.run(script, keys, args, signal)) }));
+    const spying = env.nodes.map(
+      (node): RedlockNode => ({
+        label: node.label,
+        run: (script, keys, args, signal) => {
+          values.add(args[0]);
+          return node.run(script, keys, args, signal);
+        },
+      }),
+    );
     const redlock = new Redlock(spying, { retryCount: 0, nodeTimeout: 300 });
     const tokens = env.cluster.nodes.map((n) => n.token);
-    for (const fault of [{ status: 500 }, { garbage: "truncated" as const }, { garbage: "json-shape" as const }, { cut: true }]) {
+    for (const fault of [
+      { status: 500 },
+      { garbage: "truncated" as const },
+      { garbage: "json-shape" as const },
+      { cut: true },
+    ]) {
       await Promise.all([0, 1, 2].map((i) => env.admins[i].faults(fault)));
       const errors = await Promise.all(
         Array.from({ length: 4 }, (_, i) =>

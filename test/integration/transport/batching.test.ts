@@ -1,8 +1,8 @@
 // Per-node batching and Upstash's key-locking flag through the real @upstash/redis, against real Redis.
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
-import { Redlock, type RedlockOptions } from "../../src/index.ts";
-import { loadScripts, settle, until, useCluster } from "./fixture.ts";
+import { Redlock, type RedlockOptions } from "../../../src/index.ts";
+import { loadScripts, settle, until, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const config = () => env.cluster.nodes.map(({ url, token }) => ({ url, token }));
@@ -85,7 +85,16 @@ describe("per-node batching (real Redis)", () => {
   });
 
   it("a user's Redis instances are used as they are: one request per command, no batching", async () => {
-    const clients = env.cluster.nodes.map((n) => new Redis({ url: n.url, token: n.token, retry: { retries: 0 }, enableAutoPipelining: false, automaticDeserialization: false }));
+    const clients = env.cluster.nodes.map(
+      (n) =>
+        new Redis({
+          url: n.url,
+          token: n.token,
+          retry: { retries: 0 },
+          enableAutoPipelining: false,
+          automaticDeserialization: false,
+        }),
+    );
     await loadScripts(env);
     await resetCounters();
     await lockAll(new Redlock(clients, { retryCount: 0 }), keys("user", 5), 5);

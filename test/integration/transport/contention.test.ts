@@ -1,13 +1,12 @@
-// Review 21: mutual exclusion on the real cluster with the changed hot path: lone requests through
-// `request` (batching: false), batched requests, and user-supplied Redis instances (ScriptClient), all
-// contending for one key under jittered latency with stalls (late replies, stragglers, NOSCRIPT fallbacks on
-// first use). No two holders' validity windows may overlap. With stalls shorter than nodeTimeout nothing is
-// left once every release's pending is over; with stalls beyond it a cut release leaves its key to the ttl
-// (the library's clients cancel the request and the bridge drops it: measured the same before the change).
+// Mutual exclusion across the three transports on the real cluster: lone requests through `request` (batching: false),
+// batched requests, and user-supplied Redis instances (ScriptClient), all contending for one key under jittered latency
+// with stalls (late replies, stragglers, NOSCRIPT fallbacks on first use). No two holders' validity windows overlap.
+// With stalls shorter than nodeTimeout nothing is left once every release's pending is over; with stalls beyond it a
+// cut release leaves its key to the ttl (the library's clients cancel the request and the bridge drops it).
 import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
-import { Redlock } from "../../src/index.ts";
-import { settle, useCluster } from "./fixture.ts";
+import { Redlock } from "../../../src/index.ts";
+import { settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const held = async (key: string) => (await Promise.all(env.tcp.map((t) => t.exists(key)))).reduce((a, b) => a + b, 0);
@@ -15,14 +14,27 @@ const held = async (key: string) => (await Promise.all(env.tcp.map((t) => t.exis
 describe("contention across the three transports", () => {
   for (const stallMs of [60, 150]) {
     it(`6 workers, 3 s, jitter and ${stallMs} ms stalls (nodeTimeout 100): validity windows never overlap${stallMs < 100 ? ", nothing left" : ""}`, async () => {
-      await Promise.all(env.admins.map((a, i) => a.faults({ latencyMs: 15, spread: { jitter: 0.9, stallChance: 0.08, stallMs, seed: 11 + i } })));
+      await Promise.all(
+        env.admins.map((a, i) =>
+          a.faults({ latencyMs: 15, spread: { jitter: 0.9, stallChance: 0.08, stallMs, seed: 11 + i } }),
+        ),
+      );
       const config = env.cluster.nodes.map(({ url, token }) => ({ url, token }));
       const options = { retryCount: 0, nodeTimeout: 100, warnings: false };
       const redlocks = [
         new Redlock(config, { ...options, batching: false }),
         new Redlock(config, options),
         new Redlock(
-          env.cluster.nodes.map((n) => new Redis({ url: n.url, token: n.token, retry: { retries: 0 }, enableAutoPipelining: false, automaticDeserialization: false })),
+          env.cluster.nodes.map(
+            (n) =>
+              new Redis({
+                url: n.url,
+                token: n.token,
+                retry: { retries: 0 },
+                enableAutoPipelining: false,
+                automaticDeserialization: false,
+              }),
+          ),
           options,
         ),
       ];

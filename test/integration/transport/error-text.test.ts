@@ -1,14 +1,12 @@
-// From the adversarial review of issues 10 and 11 (issue 10): evalScript classifies failures by searching the WHOLE error message for "NOSCRIPT"
-// and for "unexpected flag" + "allow-key-locking". @upstash/redis appends the command JSON to the message
-// of every HTTP-status error (`…, command was: ["evalsha", sha, "1", "<key>", …]`; for EVAL the script text,
-// which carries "allow-key-locking"). So a resource NAME that contains those words (user input through
-// the Hono middleware's key function) turns any error reply into (a) a NOSCRIPT → EVAL re-send and
-// (b) a permanent per-node downgrade to the flagless script (Upstash: the whole database locked per script).
-// Fixed: NOSCRIPT and the flag rejection are judged from errorText() (the command stripped). These tests
-// assert the fix.
+// Failures are judged by the database's words, not by the command echoed back. @upstash/redis appends the command JSON
+// to the message of every HTTP-status error (`…, command was: ["evalsha", sha, "1", "<key>", …]`; for EVAL the script
+// text, which carries "allow-key-locking"), so a resource NAME holding "NOSCRIPT" or "unexpected flag" +
+// "allow-key-locking" (user input through the Hono middleware's key function) must neither turn an error reply into a
+// NOSCRIPT → EVAL re-send nor drop the key-locking flag for the node for good: both are judged from errorText() (the
+// command stripped).
 import { describe, expect, it } from "vitest";
-import { Redlock } from "../../src/index.ts";
-import { loadScripts, settle, useCluster } from "./fixture.ts";
+import { Redlock } from "../../../src/index.ts";
+import { loadScripts, settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const config = () => env.cluster.nodes.map(({ url, token }) => ({ url, token }));
@@ -25,7 +23,9 @@ describe("failures are judged by the database's words, not by the command echoed
     await env.admins[0].resetCounters();
     await (await redlock.acquire(["order:NOSCRIPT"], 5_000)).release();
     const named = (await counters())[0].received;
-    console.log(`node 0 requests (acquire+release) under HTTP 500: key "order:plain" ${plain}, key "order:NOSCRIPT" ${named}`);
+    console.log(
+      `node 0 requests (acquire+release) under HTTP 500: key "order:plain" ${plain}, key "order:NOSCRIPT" ${named}`,
+    );
     expect(named).toBe(plain);
   });
 

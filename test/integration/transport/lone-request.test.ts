@@ -1,12 +1,11 @@
-// Review 21 (a lone request goes through @upstash/redis's `request` function, read by resultOf; script runs
-// and votes are promise chains): the lone-request path on the real cluster, with `batching: false` so that
-// every request (EVALSHA, the NOSCRIPT fallback, the flagless EVAL, releases) is a plain request.
-// What must hold: an unknown outcome (HTTP error, garbage, timeout, cut, script error) is never a vote for;
+// The lone-request path (a request goes through @upstash/redis's `request` function) on the real cluster, with
+// `batching: false` so that every request (EVALSHA, the NOSCRIPT fallback, the flagless EVAL, releases) is a plain
+// request. What must hold: an unknown outcome (HTTP error, garbage, timeout, cut, script error) is never a vote for;
 // no lock is reported held without a quorum; nothing is left after a failed attempt or a release (stragglers
 // and requests that reached a paused Redis included); no token, lock value or command in any error or log.
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, Redlock, type Lock } from "../../src/index.ts";
-import { capturedWarnings, loadScripts, releaseOvertakingStragglers, settle, textsOf, useCluster } from "./fixture.ts";
+import { LockAcquisitionError, Redlock, type Lock } from "../../../src/index.ts";
+import { capturedWarnings, loadScripts, releaseOvertakingStragglers, settle, textsOf, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const config = () => env.cluster.nodes.map(({ url, token }) => ({ url, token }));
@@ -14,7 +13,13 @@ const held = async (key: string) => (await Promise.all(env.tcp.map((t) => t.exis
 
 const logged = capturedWarnings();
 
-type Fault = { status?: number; garbage?: "html" | "text" | "json-shape" | "truncated" | "empty"; cut?: boolean; hang?: boolean; latencyMs?: number };
+type Fault = {
+  status?: number;
+  garbage?: "html" | "text" | "json-shape" | "truncated" | "empty";
+  cut?: boolean;
+  hang?: boolean;
+  latencyMs?: number;
+};
 
 describe("lone requests (batching: false) under every fault: errors only, never a vote for", () => {
   const faults: [string, Fault][] = [
@@ -40,13 +45,17 @@ describe("lone requests (batching: false) under every fault: errors only, never 
         const redlock = new Redlock(config(), { batching: false, retryCount: 0, nodeTimeout: 150 });
         const key = `lone:${loaded}:${name}`;
         const outcome = await redlock.acquire([key], 5_000).then(
-          (lock) => (values.push(lock.value), lock),
+          (lock) => {
+            values.push(lock.value);
+            return lock;
+          },
           (e: unknown) => e,
         );
         expect(outcome, name).toBeInstanceOf(LockAcquisitionError);
         const error = outcome as LockAcquisitionError;
         const votes = error.attempts[0].votes;
-        for (const i of [0, 1, 2]) expect(votes[i].outcome, `${name}: node ${i} ${JSON.stringify(votes[i])}`).toBe("error");
+        for (const i of [0, 1, 2])
+          expect(votes[i].outcome, `${name}: node ${i} ${JSON.stringify(votes[i])}`).toBe("error");
         for (const i of [3, 4]) expect(["granted", "unanswered"], `${name}: node ${i}`).toContain(votes[i].outcome);
         expect(error.attempts[0].granted, name).toBeLessThanOrEqual(2);
         // The healthy nodes granted: the attempt's cleanup must take those keys back.
@@ -76,7 +85,8 @@ describe("lone requests (batching: false) under every fault: errors only, never 
     expect(extension).toBeInstanceOf(Error);
     const released = await lock.release();
     await released.pending;
-    for (const i of [0, 1, 2]) expect(released.votes[i]).toMatchObject({ outcome: "error", cause: expect.stringMatching(/^WRONGTYPE/) });
+    for (const i of [0, 1, 2])
+      expect(released.votes[i]).toMatchObject({ outcome: "error", cause: expect.stringMatching(/^WRONGTYPE/) });
     for (const text of [...textsOf(extension), ...textsOf(released), ...logged]) {
       expect(text).not.toContain(value);
       expect(text).not.toMatch(/command was|redis\.call/);
@@ -110,7 +120,12 @@ describe("lone requests that land late (batching: false)", () => {
     const keys = Array.from({ length: 4 }, (_, i) => `lone-ext-rel:${i}`);
     const locks = await Promise.all(keys.map((k) => redlock.acquire([k], 10_000)));
     await Promise.all(env.admins.map((a) => a.faults({ latencyMs: 250 })));
-    const extensions = locks.map((l) => l.extend(20_000).then(() => "extended", (e: unknown) => (e as { reason?: string }).reason ?? String(e)));
+    const extensions = locks.map((l) =>
+      l.extend(20_000).then(
+        () => "extended",
+        (e: unknown) => (e as { reason?: string }).reason ?? String(e),
+      ),
+    );
     await new Promise((r) => setTimeout(r, 20));
     await Promise.all(env.admins.map((a) => a.faults({ latencyMs: 0 })));
     const results = await Promise.all(locks.map((l) => l.release()));
@@ -144,7 +159,14 @@ describe("lone requests that land late (batching: false)", () => {
     const redlock = new Redlock(config(), { batching: false, retryCount: 0, nodeTimeout: 1_000 });
     const keys = Array.from({ length: 4 }, (_, i) => `lone-abort:${i}`);
     const controller = new AbortController();
-    const outcomes = Promise.all(keys.map((k) => redlock.acquire([k], 5_000, { signal: controller.signal }).then(() => "held", (e: unknown) => (e as Error).name)));
+    const outcomes = Promise.all(
+      keys.map((k) =>
+        redlock.acquire([k], 5_000, { signal: controller.signal }).then(
+          () => "held",
+          (e: unknown) => (e as Error).name,
+        ),
+      ),
+    );
     setTimeout(() => controller.abort(), 40);
     expect(await outcomes).not.toContain("held");
     await Promise.all(env.admins.map((a) => a.reset()));

@@ -3,18 +3,26 @@
 // test can aim at it. Then the library, whose batches go out as one pipeline per node, must stay a
 // mutex when another client's batch interleaves with its own.
 import { describe, expect, it } from "vitest";
-import { Redlock, type Lock } from "../../src/index.ts";
-import { loadScripts, settle, until, useCluster } from "./fixture.ts";
+import { Redlock, type Lock } from "../../../src/index.ts";
+import { loadScripts, settle, until, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const config = () => env.cluster.nodes.map(({ url, token }) => ({ url, token }));
 const post = (i: number, path: string, body: unknown) =>
-  fetch(env.cluster.nodes[i].url + path, { method: "POST", headers: { authorization: `Bearer ${env.cluster.nodes[i].token}` }, body: JSON.stringify(body) });
+  fetch(env.cluster.nodes[i].url + path, {
+    method: "POST",
+    headers: { authorization: `Bearer ${env.cluster.nodes[i].token}` },
+    body: JSON.stringify(body),
+  });
 
 describe("pipelines are not atomic (real Redis behind the bridge)", () => {
   it("another client's command lands between two members of one pipeline", async () => {
     await env.admins[0].faults({ pipelineGapMs: 400 });
-    const pipeline = post(0, "/pipeline", [["set", "k", "first"], ["get", "k"], ["set", "k", "last"]]).then((r) => r.json());
+    const pipeline = post(0, "/pipeline", [
+      ["set", "k", "first"],
+      ["get", "k"],
+      ["set", "k", "last"],
+    ]).then((r) => r.json());
     await until(async () => (await env.tcp[0].get("k")) === "first"); // member 1 ran; member 2 waits out the gap
     expect(await (await post(0, "/", ["set", "k", "intruder"])).json()).toEqual({ result: "OK" });
     expect(await pipeline).toEqual([{ result: "OK" }, { result: "intruder" }, { result: "OK" }]);
@@ -46,13 +54,17 @@ describe("pipelines are not atomic (real Redis behind the bridge)", () => {
     const aliceTries = Promise.allSettled(keys.map((key) => alice.acquire([key], 10_000)));
     await until(async () => (await env.tcp[0].exists("race:0")) === 1);
     const bobTries = Promise.allSettled([...keys].reverse().map((key) => bob.acquire([key], 10_000)));
-    const granted = (results: PromiseSettledResult<Lock>[]) => results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    const granted = (results: PromiseSettledResult<Lock>[]) =>
+      results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
     const aliceLocks = granted(await aliceTries);
     const bobLocks = granted(await bobTries);
     await settle(env);
 
     const holders = new Map<string, string[]>();
-    for (const [who, locks] of [["alice", aliceLocks], ["bob", bobLocks]] as const) {
+    for (const [who, locks] of [
+      ["alice", aliceLocks],
+      ["bob", bobLocks],
+    ] as const) {
       for (const lock of locks) holders.set(lock.resources[0], [...(holders.get(lock.resources[0]) ?? []), who]);
     }
     for (const [key, who] of holders) expect(who, key).toHaveLength(1); // mutual exclusion
@@ -66,6 +78,7 @@ describe("pipelines are not atomic (real Redis behind the bridge)", () => {
     const released = await Promise.all([...aliceLocks, ...bobLocks].map((lock) => lock.release()));
     await Promise.all(released.map((r) => r.pending));
     await settle(env);
-    for (const key of keys) expect(await env.tcp.reduce(async (n, t) => (await n) + (await t.exists(key)), Promise.resolve(0)), key).toBe(0);
+    for (const key of keys)
+      expect(await env.tcp.reduce(async (n, t) => (await n) + (await t.exists(key)), Promise.resolve(0)), key).toBe(0);
   });
 });

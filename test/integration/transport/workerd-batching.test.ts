@@ -5,7 +5,7 @@
 import { build } from "esbuild";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { useCluster } from "./fixture.ts";
+import { useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const CROSS_REQUEST = "resolved or rejected from a different request context";
@@ -42,7 +42,8 @@ const call = async (path: string) => {
   const res = await mf.dispatchFetch(`http://worker${path}`, { signal: AbortSignal.timeout(20_000) });
   return { status: res.status, body: await res.text() };
 };
-const received = async () => (await Promise.all(env.admins.map((a) => a.state()))).reduce((sum, s) => sum + s.counters.received, 0);
+const received = async () =>
+  (await Promise.all(env.admins.map((a) => a.state()))).reduce((sum, s) => sum + s.counters.received, 0);
 
 describe("batching inside workerd", () => {
   it("negative control: a promise one request creates and another resolves is reported in the captured logs", async () => {
@@ -55,9 +56,13 @@ describe("batching inside workerd", () => {
 
   it("24 concurrent requests, each locking 4 items with Promise.all (every third giving up at once): all answer, no cross-request promise", async () => {
     logs.length = 0;
-    const results = await Promise.all(Array.from({ length: 24 }, (_, i) => call(`/many?n=4&id=concurrent-${i}${i % 3 === 0 ? "&quit" : ""}`)));
+    const results = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => call(`/many?n=4&id=concurrent-${i}${i % 3 === 0 ? "&quit" : ""}`)),
+    );
     expect(results.map((r) => r.status)).toEqual(Array(24).fill(200));
-    results.forEach((r, i) => expect(JSON.parse(r.body)).toMatchObject(i % 3 === 0 ? { gaveUp: expect.any(Number) } : { locked: 4 }));
+    results.forEach((r, i) => {
+      expect(JSON.parse(r.body)).toMatchObject(i % 3 === 0 ? { gaveUp: expect.any(Number) } : { locked: 4 });
+    });
     await new Promise((r) => setTimeout(r, 100));
     expect(logs.filter((line) => line.includes(CROSS_REQUEST))).toEqual([]);
     for (const tcp of env.tcp) {

@@ -1,5 +1,9 @@
+// The chaos run's fault plans: the scheduler is reproducible from its seed and plans every kind of fault (crashes of
+// one or two distinct nodes that restart after the ttl unless told otherwise, partitions, client crashes); a split
+// leaves each side a quorum, a minority cut leaves a few clients two nodes, a flap toggles one client's links; the
+// quorum-crash nemesis and the semaphore windows set up exactly the scenario they are named for.
 import { describe, expect, it } from "vitest";
-import { nextFault, planPartition, planQuorumCrash, planSemaphoreWindows, prng } from "../../chaos/faults.ts";
+import { nextFault, planPartition, planQuorumCrash, planSemaphoreWindows, prng } from "../../../chaos/faults.ts";
 
 const plan = (seed: number, unsafeRestart: boolean, count = 2_000) => {
   const random = prng(seed);
@@ -34,7 +38,20 @@ describe("chaos fault scheduler", () => {
 
   it("plans every kind, partitions and client crashes included", () => {
     const kinds = new Set(plan(3, false).map((f) => f.kind));
-    for (const kind of ["kill-restart", "pause", "latency", "hang", "http-500", "http-503", "garbage", "client-stall", "partition-split", "partition-minority", "partition-flap", "client-crash"]) {
+    for (const kind of [
+      "kill-restart",
+      "pause",
+      "latency",
+      "hang",
+      "http-500",
+      "http-503",
+      "garbage",
+      "client-stall",
+      "partition-split",
+      "partition-minority",
+      "partition-flap",
+      "client-crash",
+    ]) {
       expect(kinds).toContain(kind);
     }
   });

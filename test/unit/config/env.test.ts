@@ -1,8 +1,8 @@
 // fromEnv / nodesFromEnv take a Worker's `interface Env` (no index signature) and still refuse missing or
 // empty variables; the CLI's env-file reader reads .dev.vars / .env lines.
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { parseEnvFile } from "../../cli/env-file.ts";
-import { MissingConfigurationError, Redlock, nodesFromEnv } from "../../src/index.ts";
+import { parseEnvFile } from "../../../cli/env-file.ts";
+import { MissingConfigurationError, Redlock, nodesFromEnv } from "../../../src/index.ts";
 
 /** As `wrangler types` writes it: an interface, with a binding that is not a string. */
 interface Env {
@@ -45,7 +45,12 @@ describe("fromEnv with a Worker's interface Env", () => {
       }
     })() as MissingConfigurationError;
     expect(error).toBeInstanceOf(MissingConfigurationError);
-    expect(error.missing).toEqual(["UPSTASH_REDIS_REST_URL_2", "UPSTASH_REDIS_REST_TOKEN_3", "UPSTASH_REDIS_REST_URL_4", "UPSTASH_REDIS_REST_TOKEN_4"]);
+    expect(error.missing).toEqual([
+      "UPSTASH_REDIS_REST_URL_2",
+      "UPSTASH_REDIS_REST_TOKEN_3",
+      "UPSTASH_REDIS_REST_URL_4",
+      "UPSTASH_REDIS_REST_TOKEN_4",
+    ]);
     expect(error.message).not.toContain("token-one");
     expect(() => Redlock.fromEnv(workerEnv, { nodes: 3 })).toThrow(MissingConfigurationError);
   });

@@ -1,6 +1,6 @@
 // The WAN profile's delay source (dev/latency-spread.ts): seeded, bounded, and stalling about as often as asked.
 import { describe, expect, it } from "vitest";
-import { delays, parseSpread } from "../../dev/latency-spread.ts";
+import { delays, parseSpread } from "../../../dev/latency-spread.ts";
 
 const WAN = { jitter: 0.2, stallChance: 0.01, stallMs: 200 };
 const draw = (seed: number, n: number, latencyMs = 80) => {
@@ -38,7 +38,12 @@ describe("the latency spread", () => {
   });
 
   it("accepts a spread from the admin API and refuses nonsense", () => {
-    expect(parseSpread({ jitter: 0.2, stallChance: 0.01, stallMs: 200, seed: 4 })).toEqual({ jitter: 0.2, stallChance: 0.01, stallMs: 200, seed: 4 });
+    expect(parseSpread({ jitter: 0.2, stallChance: 0.01, stallMs: 200, seed: 4 })).toEqual({
+      jitter: 0.2,
+      stallChance: 0.01,
+      stallMs: 200,
+      seed: 4,
+    });
     expect(parseSpread(null)).toBeNull();
     expect(() => parseSpread({ jitter: 2 })).toThrow(/jitter/);
     expect(() => parseSpread({ stallChance: -1 })).toThrow(/stallChance/);

@@ -2,8 +2,15 @@
 // `edge-redlock/scripts` entry exports must have a run there (or be listed as sent to a resource's
 // database, not to a lock node), or this fails.
 import { describe, expect, it } from "vitest";
-import * as scripts from "../../src/scripts/index.ts";
-import { RESOURCE_SCRIPTS, SCRIPT_TRIALS, judgeTrials, trialCommands, trialKeys, trialScripts } from "../../src/doctor/script-trials.ts";
+import * as scripts from "../../../src/scripts/index.ts";
+import {
+  RESOURCE_SCRIPTS,
+  SCRIPT_TRIALS,
+  judgeTrials,
+  trialCommands,
+  trialKeys,
+  trialScripts,
+} from "../../../src/doctor/script-trials.ts";
 
 const exported = Object.entries(scripts).filter(
   ([, value]) => typeof value === "object" && value !== null && "lua" in value && "vote" in value,
@@ -14,7 +21,9 @@ describe("the doctor's script trials", () => {
     expect(exported.length).toBeGreaterThanOrEqual(12);
     const tried = new Set(SCRIPT_TRIALS.map((t) => t.script));
     const resource = new Set(RESOURCE_SCRIPTS);
-    expect(exported.filter(([, script]) => !tried.has(script) && !resource.has(script)).map(([name]) => name)).toEqual([]);
+    expect(exported.filter(([, script]) => !tried.has(script) && !resource.has(script)).map(([name]) => name)).toEqual(
+      [],
+    );
     expect(RESOURCE_SCRIPTS.map((s) => s.name)).toEqual(["fenced-write", "fenced-read"]);
     expect(SCRIPT_TRIALS.some((t) => resource.has(t.script))).toBe(false);
   });
@@ -25,7 +34,13 @@ describe("the doctor's script trials", () => {
     const flagged = trialCommands(keys, "v", "1000", true);
     const plain = trialCommands(keys, "v", "1000", false);
     expect(flagged).toHaveLength(SCRIPT_TRIALS.length + 1);
-    expect(flagged.slice(0, -1).every((c) => c[1].startsWith(scripts.KEY_LOCKING) || c[1].startsWith("#!lua flags=no-writes,allow-key-locking"))).toBe(true);
+    expect(
+      flagged
+        .slice(0, -1)
+        .every(
+          (c) => c[1].startsWith(scripts.KEY_LOCKING) || c[1].startsWith("#!lua flags=no-writes,allow-key-locking"),
+        ),
+    ).toBe(true);
     expect(plain.slice(0, -1).some((c) => c[1].includes("allow-key-locking"))).toBe(false);
     expect(flagged.at(-1)).toEqual(["DEL", ...Object.values(keys)]);
   });

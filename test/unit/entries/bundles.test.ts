@@ -2,9 +2,9 @@
 // by esbuild as a Worker build does (bench/bundle-size.ts, which measures the same bundles' sizes); a script is
 // in a bundle when its Lua is.
 import { describe, expect, it } from "vitest";
-import { bundleText as bundle } from "../../bench/bundle-size.ts";
-import * as scripts from "../../src/scripts/index.ts";
-import type { Script } from "../../src/scripts/script.ts";
+import { bundleText as bundle } from "../../../bench/bundle-size.ts";
+import * as scripts from "../../../src/scripts/index.ts";
+import type { Script } from "../../../src/scripts/script.ts";
 
 const { FAIR_ACQUIRE, FAIR_SEMAPHORE_ACQUIRE, INSPECT, RW_READ_ACQUIRE, RW_WRITE_ACQUIRE, SEMAPHORE_ACQUIRE } = scripts;
 // The fenced variants repeat their script's lines (and only go where it goes): left out of the comparison.
@@ -48,6 +48,7 @@ describe("what each entry bundles", () => {
 
   it("Redlock of edge-redlock carries all of them (its methods make them)", async () => {
     const code = await bundle('export { Redlock } from "./src/index.ts";');
-    for (const [name, script] of Object.entries({ FAIR_ACQUIRE, ...others })) expect(holds(code, script), name).toBe(true);
+    for (const [name, script] of Object.entries({ FAIR_ACQUIRE, ...others }))
+      expect(holds(code, script), name).toBe(true);
   });
 });

@@ -1,14 +1,15 @@
-// Review 22: what users' existing TypeScript says after the class split. Each case is a file type-checked
-// with the repository's tsc against src/ (written to .tmp/ at run time, so `npm run typecheck` never sees it).
+// Users' TypeScript written against the entries type-checks: a middleware options object shared by redlock(),
+// readWrite() and semaphore(), and a RedlockNode written against edge-redlock/mutex alone. Each case is a file
+// type-checked with the repository's tsc against src/ (written to .tmp/ at run time, so `npm run typecheck` never sees it).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
-const root = new URL("../..", import.meta.url).pathname;
+const root = new URL("../../..", import.meta.url).pathname;
 
 function typeErrors(name: string, source: string): string {
-  const dir = join(root, ".tmp", "review22-types", name);
+  const dir = join(root, ".tmp", "entry-types", name);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "probe.ts"), source);
   writeFileSync(
@@ -37,7 +38,7 @@ function typeErrors(name: string, source: string): string {
 }
 
 describe("existing user code still type-checks", () => {
-  it("one RedlockMiddlewareOptions object shared by redlock(), readWrite() and semaphore() (compiled at cbf8780)", () => {
+  it("one RedlockMiddlewareOptions object shared by redlock(), readWrite() and semaphore()", () => {
     const errors = typeErrors(
       "shared-options",
       `import { Redlock } from "../../../src/index.ts";

@@ -11,10 +11,10 @@
 // FC_SEED=<seed> FC_PATH=<path> replays a counterexample fast-check printed (FC_RUNS sets the number of runs).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Redlock, type Lock, type RedlockNode } from "../../src/index.ts";
-import type { Clock } from "../../src/support/clock.ts";
-import { simCluster } from "../sim/sim-node.ts";
-import { VirtualClock } from "../sim/virtual-clock.ts";
+import { Redlock, type Lock, type RedlockNode } from "../../../src/index.ts";
+import type { Clock } from "../../../src/support/clock.ts";
+import { simCluster } from "../../sim/sim-node.ts";
+import { VirtualClock } from "../../sim/virtual-clock.ts";
 
 const NODE_TIMEOUT = 200;
 const TTL = 1_000;
@@ -105,7 +105,12 @@ async function simulate(scenario: Scenario, fair: boolean, ignoreQueue = false):
         outcome.longestWait[client] = Math.max(outcome.longestWait[client], clock.now() - asked);
         waits.push({ client, from: asked, to: clock.now() });
         outcome.grants[client]++;
-        const held = { client, from: clock.now(), until: clock.now() + lock.validityMs, releasedAt: undefined as number | undefined };
+        const held = {
+          client,
+          from: clock.now(),
+          until: clock.now() + lock.validityMs,
+          releasedAt: undefined as number | undefined,
+        };
         holds.push(held);
         await clock.sleep(spec.hold);
         if (crashed) return; // crashed while holding: never released, the key expires
@@ -139,7 +144,10 @@ async function simulate(scenario: Scenario, fair: boolean, ignoreQueue = false):
       if (c === wait.client) return;
       const taken = holds.filter((h) => h.client === c && h.from > wait.from && h.from < wait.to).length;
       const allowed = 2 + Math.ceil(Math.max(0, me.skewMs - other.skewMs) / (other.hold + other.pause + 1));
-      if (taken > allowed) outcome.bypass.push(`client ${c} got ${taken} grants (allowed ${allowed}) while client ${wait.client} waited [${wait.from}, ${wait.to})`);
+      if (taken > allowed)
+        outcome.bypass.push(
+          `client ${c} got ${taken} grants (allowed ${allowed}) while client ${wait.client} waited [${wait.from}, ${wait.to})`,
+        );
     });
   }
   return outcome;
@@ -149,7 +157,9 @@ async function simulate(scenario: Scenario, fair: boolean, ignoreQueue = false):
 function starved(scenario: Scenario, outcome: Outcome): string[] {
   return scenario.clients.flatMap((spec, client) =>
     spec.crashAt === undefined && outcome.longestWait[client] > outcome.bound[client]
-      ? [`client ${client} waited ${outcome.longestWait[client]} ms (bound ${outcome.bound[client]}, ${outcome.grants[client]} grants)`]
+      ? [
+          `client ${client} waited ${outcome.longestWait[client]} ms (bound ${outcome.bound[client]}, ${outcome.grants[client]} grants)`,
+        ]
       : [],
   );
 }
@@ -166,7 +176,10 @@ describe("fair waiting on the simulator (fast-check)", () => {
         expect(starved(scenario, outcome)).toEqual([]);
         expect(outcome.bypass).toEqual([]);
       }),
-      { numRuns: runs, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) },
+      {
+        numRuns: runs,
+        ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}),
+      },
     );
     console.log(`fair property: ${runs} schedules, ${grants} grants`);
     expect(grants).toBeGreaterThan(runs * 10);
@@ -186,7 +199,9 @@ describe("negative control", () => {
     );
     expect(result.failed).toBe(true);
     const scenario = result.counterexample![0];
-    console.log(`fair negative control: after ${result.numRuns} runs: ${starved(scenario, await simulate(scenario, false)).join("; ")}`);
+    console.log(
+      `fair negative control: after ${result.numRuns} runs: ${starved(scenario, await simulate(scenario, false)).join("; ")}`,
+    );
   }, 600_000);
 
   it("nodes that grant as if nobody waited (the queue ignored) are caught overtaking waiters", async () => {

@@ -3,21 +3,26 @@
 // when the write-back round is disabled (the negative control proves the property can fail).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Redlock } from "../../src/index.ts";
-import { simCluster } from "../sim/sim-node.ts";
-import { VirtualClock } from "../sim/virtual-clock.ts";
+import { Redlock } from "../../../src/index.ts";
+import { simCluster } from "../../sim/sim-node.ts";
+import { VirtualClock } from "../../sim/virtual-clock.ts";
 
 const TTL = 1_000;
 const NODE_TIMEOUT = 100;
 
 const scenarioArb = fc.record({
-  attempts: fc.array(
-    fc.record({ client: fc.nat(3), at: fc.nat(4_000), hold: fc.nat(900), release: fc.boolean() }),
-    { minLength: 2, maxLength: 24 },
-  ),
+  attempts: fc.array(fc.record({ client: fc.nat(3), at: fc.nat(4_000), hold: fc.nat(900), release: fc.boolean() }), {
+    minLength: 2,
+    maxLength: 24,
+  }),
   /** Per-request latencies in ms, used in turn; above NODE_TIMEOUT the caller gives up but the request still lands. */
-  latencies: fc.array(fc.oneof(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 41, max: 250 })), { minLength: 1, maxLength: 300 }),
-  crashes: fc.array(fc.record({ node: fc.nat(4), at: fc.nat(4_000), duration: fc.integer({ min: 10, max: 1_500 }) }), { maxLength: 4 }),
+  latencies: fc.array(fc.oneof(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 41, max: 250 })), {
+    minLength: 1,
+    maxLength: 300,
+  }),
+  crashes: fc.array(fc.record({ node: fc.nat(4), at: fc.nat(4_000), duration: fc.integer({ min: 10, max: 1_500 }) }), {
+    maxLength: 4,
+  }),
   /** Each node's clock offset (ms): the acquire script floors counters at the node's clock. */
   skews: fc.array(fc.integer({ min: -2_000, max: 2_000 }), { minLength: 5, maxLength: 5 }),
 });
@@ -45,7 +50,10 @@ async function simulate(scenario: Scenario, writeBack: boolean): Promise<Hold[]>
     clock.schedule(crash.at, () => (nodes[crash.node].mode = "down"));
     clock.schedule(crash.at + crash.duration, () => (nodes[crash.node].mode = "up"));
   }
-  const clients = Array.from({ length: 4 }, () => new Redlock(nodes, { clock, nodeTimeout: NODE_TIMEOUT, retryCount: 0 }));
+  const clients = Array.from(
+    { length: 4 },
+    () => new Redlock(nodes, { clock, nodeTimeout: NODE_TIMEOUT, retryCount: 0 }),
+  );
   const holds: Hold[] = [];
   const tasks = scenario.attempts.map(
     (attempt) =>
@@ -53,7 +61,12 @@ async function simulate(scenario: Scenario, writeBack: boolean): Promise<Hold[]>
         clock.schedule(attempt.at, async () => {
           try {
             const lock = await clients[attempt.client].acquire(["resource"], TTL, { fencing: true });
-            const hold = { client: attempt.client, fence: BigInt(lock.fence!), from: clock.now(), until: clock.now() + lock.validityMs };
+            const hold = {
+              client: attempt.client,
+              fence: BigInt(lock.fence!),
+              from: clock.now(),
+              until: clock.now() + lock.validityMs,
+            };
             holds.push(hold);
             await clock.sleep(Math.min(attempt.hold, Math.max(0, lock.validityMs - 1)));
             if (attempt.release) {
@@ -91,7 +104,9 @@ describe("fencing tokens on the simulator (fast-check)", () => {
       { numRuns: runs },
     );
     // The schedules did produce holders to compare (not a vacuous pass).
-    console.log(`fencing property: ${runs} schedules, ${holders} holders, ${compared} schedules with successive holders`);
+    console.log(
+      `fencing property: ${runs} schedules, ${holders} holders, ${compared} schedules with successive holders`,
+    );
     expect(holders).toBeGreaterThan(runs / 2);
     expect(compared).toBeGreaterThan(runs / 20);
   });

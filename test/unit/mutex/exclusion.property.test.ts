@@ -1,6 +1,4 @@
-// (I), (R1) and (R2) with several clients at once on the deterministic simulator (first written as an
-// attack on the issue-9 fix; it withstood). Three clients
-// contend for one key, each acquiring (acquire requests slow enough that the client gives up but they still
+// (I), (R1) and (R2) with several clients at once on the deterministic simulator. Three clients contend for one key, each acquiring (acquire requests slow enough that the client gives up but they still
 // land), extending concurrently with arbitrary ttls, and releasing at arbitrary moments (also while its
 // acquire's stragglers are still out). Requests to one node overtake each other.
 // Properties: (mutex) no two locks are valid at the same virtual moment (valid: from the grant to the
@@ -9,9 +7,9 @@
 // only where it was set by an acquire request the client had given up on (the documented residue).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Redlock, type Lock, type RedlockNode } from "../../src/index.ts";
-import { simCluster, type SimRequest } from "../sim/sim-node.ts";
-import { VirtualClock } from "../sim/virtual-clock.ts";
+import { Redlock, type Lock, type RedlockNode } from "../../../src/index.ts";
+import { simCluster, type SimRequest } from "../../sim/sim-node.ts";
+import { VirtualClock } from "../../sim/virtual-clock.ts";
 
 const NODE_TIMEOUT = 200;
 
@@ -19,13 +17,26 @@ const clientArb = fc.record({
   acquireAt: fc.nat(1_500),
   ttl: fc.integer({ min: 500, max: 3_000 }),
   retryCount: fc.nat(2),
-  ops: fc.array(fc.record({ after: fc.nat(2_500), release: fc.nat(3).map((n) => n === 0), ttl: fc.integer({ min: 300, max: 3_000 }) }), { maxLength: 6 }),
+  ops: fc.array(
+    fc.record({
+      after: fc.nat(2_500),
+      release: fc.nat(3).map((n) => n === 0),
+      ttl: fc.integer({ min: 300, max: 3_000 }),
+    }),
+    { maxLength: 6 },
+  ),
 });
 const scenarioArb = fc.record({
   /** Fair waiting (the default) or random retry: both must keep the mutex. */
   fair: fc.boolean(),
   clients: fc.array(clientArb, { minLength: 2, maxLength: 3 }),
-  latencies: fc.array(fc.oneof({ arbitrary: fc.integer({ min: 1, max: 30 }), weight: 5 }, { arbitrary: fc.integer({ min: 31, max: 700 }), weight: 1 }), { minLength: 5, maxLength: 150 }),
+  latencies: fc.array(
+    fc.oneof(
+      { arbitrary: fc.integer({ min: 1, max: 30 }), weight: 5 },
+      { arbitrary: fc.integer({ min: 31, max: 700 }), weight: 1 },
+    ),
+    { minLength: 5, maxLength: 150 },
+  ),
 });
 type Scenario = typeof scenarioArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -73,7 +84,14 @@ async function simulate(scenario: Scenario, legacyExtend = false): Promise<Outco
 
   scenario.clients.forEach((spec, client) => {
     // No jitter: retry delays come from Web Crypto, and a counter-example must replay the same way.
-    const redlock = new Redlock(nodes, { clock, nodeTimeout: NODE_TIMEOUT, retryCount: spec.retryCount, retryDelay: 100, retryJitter: 0, fair: scenario.fair });
+    const redlock = new Redlock(nodes, {
+      clock,
+      nodeTimeout: NODE_TIMEOUT,
+      retryCount: spec.retryCount,
+      retryDelay: 100,
+      retryJitter: 0,
+      fair: scenario.fair,
+    });
     clock.schedule(spec.acquireAt, () => {
       pending.push(
         redlock.acquire(["k"], spec.ttl).then(
@@ -125,8 +143,17 @@ async function simulate(scenario: Scenario, legacyExtend = false): Promise<Outco
     sims.forEach((sim, node) => {
       if (sim.get("k") !== h.lock.value) return;
       // Which acquire set it: the last acquire of this value that ran on this node.
-      const setter = log.filter((e) => e.node === node && e.script.endsWith("acquire") && e.value === h.lock.value && e.request.ranAt !== undefined).at(-1);
-      if (setter && setter.request.cutAt !== undefined && setter.request.ranAt! > setter.request.cutAt) outcome.residue++;
+      const setter = log
+        .filter(
+          (e) =>
+            e.node === node &&
+            e.script.endsWith("acquire") &&
+            e.value === h.lock.value &&
+            e.request.ranAt !== undefined,
+        )
+        .at(-1);
+      if (setter && setter.request.cutAt !== undefined && setter.request.ranAt! > setter.request.cutAt)
+        outcome.residue++;
       else outcome.leftBehind.push(`node ${node} holds client ${h.client}'s released value (pttl ${sim.pttl("k")})`);
     });
   }
@@ -151,7 +178,9 @@ describe("several clients, late and reordered requests (simulator, fast-check)",
       }),
       { numRuns: runs },
     );
-    console.log(`mutex property: ${runs} schedules, ${holds} holds, ${extensions} successful extensions, ${residue} documented-residue keys`);
+    console.log(
+      `mutex property: ${runs} schedules, ${holds} holds, ${extensions} successful extensions, ${residue} documented-residue keys`,
+    );
     expect(holds).toBeGreaterThan(runs / 2);
     expect(extensions).toBeGreaterThan(runs / 2);
   });
@@ -160,7 +189,10 @@ describe("several clients, late and reordered requests (simulator, fast-check)",
 describe("negative control", () => {
   it("with the old extend script (SET PX every time, re-seeding) it finds two valid holders at once", async () => {
     const broken = (o: Outcome) => o.overlap !== undefined;
-    const result = await fc.check(fc.asyncProperty(scenarioArb, async (scenario) => !broken(await simulate(scenario, true))), { numRuns: 5_000 });
+    const result = await fc.check(
+      fc.asyncProperty(scenarioArb, async (scenario) => !broken(await simulate(scenario, true))),
+      { numRuns: 5_000 },
+    );
     expect(result.failed).toBe(true);
     const outcome = await simulate(result.counterexample![0], true);
     console.log(`mutex negative control: counter-example after ${result.numRuns} runs: ${outcome.overlap}`);

@@ -5,9 +5,9 @@
 // settle and every request has landed, no node holds the key.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Redlock, type Lock } from "../../src/index.ts";
-import { simCluster } from "../sim/sim-node.ts";
-import { VirtualClock } from "../sim/virtual-clock.ts";
+import { Redlock, type Lock } from "../../../src/index.ts";
+import { simCluster } from "../../sim/sim-node.ts";
+import { VirtualClock } from "../../sim/virtual-clock.ts";
 
 const NODE_TIMEOUT = 200;
 const QUORUM = 3;
@@ -16,9 +16,15 @@ const CHECK_EVERY_MS = 10;
 const scenarioArb = fc.record({
   ttl: fc.integer({ min: 1_000, max: 5_000 }),
   /** Extensions (some called while others are still in flight) and, one time in five, a release. */
-  ops: fc.array(fc.record({ at: fc.nat(3_000), release: fc.nat(4).map((n) => n === 0), ttl: fc.integer({ min: 300, max: 5_000 }) }), { minLength: 1, maxLength: 10 }),
+  ops: fc.array(
+    fc.record({ at: fc.nat(3_000), release: fc.nat(4).map((n) => n === 0), ttl: fc.integer({ min: 300, max: 5_000 }) }),
+    { minLength: 1, maxLength: 10 },
+  ),
   /** Latencies of extend and release requests, used in turn; above NODE_TIMEOUT the caller gives up but the request still lands. */
-  latencies: fc.array(fc.oneof(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 41, max: 900 })), { minLength: 1, maxLength: 120 }),
+  latencies: fc.array(fc.oneof(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 41, max: 900 })), {
+    minLength: 1,
+    maxLength: 120,
+  }),
 });
 type Scenario = typeof scenarioArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -41,7 +47,8 @@ async function simulate(scenario: Scenario, legacyExtend = false): Promise<Outco
   for (const node of nodes) {
     node.deliverLate = true;
     node.legacyExtend = legacyExtend;
-    node.latency = (r) => (r.script === "acquire" ? 1 + (request % 7) : scenario.latencies[request++ % scenario.latencies.length]);
+    node.latency = (r) =>
+      r.script === "acquire" ? 1 + (request % 7) : scenario.latencies[request++ % scenario.latencies.length];
   }
   const redlock = new Redlock(nodes, { clock, nodeTimeout: NODE_TIMEOUT, retryCount: 0 });
   let lock: Lock;
@@ -90,7 +97,9 @@ async function simulate(scenario: Scenario, legacyExtend = false): Promise<Outco
   await clock.run(Promise.all(pending));
   await clock.drain();
   if (released) outcome.leftBehind = nodes.filter((n) => n.get("k") === lock.value).length;
-  outcome.lateDeliveries = nodes.flatMap((n) => n.requests).filter((r) => r.cutAt !== undefined && r.ranAt !== undefined && r.ranAt > r.cutAt).length;
+  outcome.lateDeliveries = nodes
+    .flatMap((n) => n.requests)
+    .filter((r) => r.cutAt !== undefined && r.ranAt !== undefined && r.ranAt > r.cutAt).length;
   return outcome;
 }
 
@@ -113,7 +122,9 @@ describe("extension and release on the simulator (fast-check)", () => {
       }),
       { numRuns: runs },
     );
-    console.log(`extension property: ${runs} schedules, ${extensions} successful extensions, ${releases} schedules with a release, ${late} requests that landed after the client gave up`);
+    console.log(
+      `extension property: ${runs} schedules, ${extensions} successful extensions, ${releases} schedules with a release, ${late} requests that landed after the client gave up`,
+    );
     // Not a vacuous pass: schedules extended, released, and had requests land late.
     expect(extensions).toBeGreaterThan(runs / 2);
     expect(releases).toBeGreaterThan(runs / 4);
@@ -123,7 +134,8 @@ describe("extension and release on the simulator (fast-check)", () => {
 
 describe("negative control", () => {
   it("with the extend script that always sets PX ttl (and re-seeds), the same property finds a counter-example", async () => {
-    const broken = (outcome: Outcome | undefined) => outcome !== undefined && (outcome.shortened !== undefined || outcome.leftBehind > 0);
+    const broken = (outcome: Outcome | undefined) =>
+      outcome !== undefined && (outcome.shortened !== undefined || outcome.leftBehind > 0);
     const result = await fc.check(
       fc.asyncProperty(scenarioArb, async (scenario) => !broken(await simulate(scenario, true))),
       { numRuns: 1_000 },

@@ -1,10 +1,17 @@
 // What lands late cannot make two holders: late extension replies, an extension racing a release,
-// replies of the wrong shape. Exact timing on the simulator; test/integration/safety.test.ts runs the
+// replies of the wrong shape. Exact timing on the simulator; test/integration/mutex/late-requests.test.ts runs the
 // same orderings on real Redis.
 import { describe, expect, it } from "vitest";
-import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, Redlock, type RedlockNode, type RedlockOptions } from "../../src/index.ts";
-import { simCluster, type SimNode } from "../sim/sim-node.ts";
-import { VirtualClock } from "../sim/virtual-clock.ts";
+import {
+  InvalidArgumentError,
+  LockAcquisitionError,
+  LockExtensionError,
+  Redlock,
+  type RedlockNode,
+  type RedlockOptions,
+} from "../../../src/index.ts";
+import { simCluster, type SimNode } from "../../sim/sim-node.ts";
+import { VirtualClock } from "../../sim/virtual-clock.ts";
 
 function setup(options: RedlockOptions = {}) {
   const clock = new VirtualClock();
@@ -32,7 +39,9 @@ describe("a late, shorter extension", () => {
     await clock.advance(1_500); // the first extension's PX 1000 replies have landed on 3 and 4, and its ttl has passed
     expect(lock.validityMs).toBeGreaterThan(8_000);
     // Every node that granted the last extension still holds the key until the reported validity ends.
-    expect(nodes.filter((n) => n.get("k") === lock.value && clock.now() + n.pttl("k") >= reported).length).toBeGreaterThanOrEqual(3);
+    expect(
+      nodes.filter((n) => n.get("k") === lock.value && clock.now() + n.pttl("k") >= reported).length,
+    ).toBeGreaterThanOrEqual(3);
     const contender = new Redlock(nodes, { clock, nodeTimeout: 500, retryCount: 0 });
     const outcome = await clock.run(contender.acquire(["k"], 5_000)).catch((e: unknown) => e);
     expect(outcome).toBeInstanceOf(LockAcquisitionError);
@@ -71,7 +80,9 @@ describe("a released lock is dead", () => {
     expect(outcome).toBeInstanceOf(LockExtensionError);
     expect((outcome as LockExtensionError).reason).toBe("released");
     await clock.drain();
-    expect(nodes.map((n) => n.requests.filter((r) => r.script === "extend" && r.ranAt === 51).length)).toEqual([1, 1, 1, 1, 1]);
+    expect(nodes.map((n) => n.requests.filter((r) => r.script === "extend" && r.ranAt === 51).length)).toEqual([
+      1, 1, 1, 1, 1,
+    ]);
     expect(holders(nodes, "k")).toEqual(Array(5).fill(undefined));
     const next = await clock.run(new Redlock(nodes, { clock, nodeTimeout: 500, retryCount: 0 }).acquire(["k"], 1_000));
     expect(next.resources).toEqual(["k"]);
@@ -88,7 +99,9 @@ describe("a released lock is dead", () => {
     const result = await clock.run(lock.release());
     await clock.run(result.pending);
     await clock.drain(); // the extension lands on node 4 after the release
-    expect(nodes[4].requests.find((r) => r.script === "extend")?.ranAt).toBeGreaterThan(nodes[4].requests.find((r) => r.script === "release")?.ranAt ?? Infinity);
+    expect(nodes[4].requests.find((r) => r.script === "extend")?.ranAt).toBeGreaterThan(
+      nodes[4].requests.find((r) => r.script === "release")?.ranAt ?? Infinity,
+    );
     expect(holders(nodes, "k")).toEqual(Array(5).fill(undefined));
   });
 });
@@ -103,7 +116,9 @@ describe("replies of the wrong shape", () => {
   it("a plain acquire counts only exactly [1] as a grant, never [1, digits]", async () => {
     const { clock, nodes } = setup();
     const redlock = new Redlock(
-      nodes.map((n) => reshaped(n, (reply) => (Array.isArray(reply) && reply.length === 1 && reply[0] === 1 ? [1, "12"] : reply))),
+      nodes.map((n) =>
+        reshaped(n, (reply) => (Array.isArray(reply) && reply.length === 1 && reply[0] === 1 ? [1, "12"] : reply)),
+      ),
       { clock, nodeTimeout: 500, retryCount: 0 },
     );
     const error = (await clock.run(redlock.acquire(["k"], 1_000)).catch((e: unknown) => e)) as LockAcquisitionError;
@@ -122,7 +137,9 @@ describe("replies of the wrong shape", () => {
       nodes.map((n) => reshaped(n, (reply) => (Array.isArray(reply) && reply[0] === 1 ? [1] : reply))),
       { clock, nodeTimeout: 500, retryCount: 0 },
     );
-    const error = (await clock.run(redlock.acquire(["k"], 1_000, { fencing: true })).catch((e: unknown) => e)) as LockAcquisitionError;
+    const error = (await clock
+      .run(redlock.acquire(["k"], 1_000, { fencing: true }))
+      .catch((e: unknown) => e)) as LockAcquisitionError;
     expect(error).toBeInstanceOf(LockAcquisitionError);
     expect(error.reason).toBe("unreachable");
     await clock.drain();

@@ -1,7 +1,11 @@
+// using() on the simulator: it extends whenever half the ttl is left and releases at the end, also when the routine
+// throws (rethrowing its error) and at the end of an `await using` scope; it aborts the routine's signal when a majority
+// goes down (LockExtensionError), at the expiry while an extension still hangs, at maxHold (MaxHoldError, no further
+// extension), and passes the caller's abort on.
 import { describe, expect, it } from "vitest";
-import { LockExtensionError, MaxHoldError, Redlock, type RedlockOptions } from "../../src/index.ts";
-import { simCluster } from "../sim/sim-node.ts";
-import { VirtualClock } from "../sim/virtual-clock.ts";
+import { LockExtensionError, MaxHoldError, Redlock, type RedlockOptions } from "../../../src/index.ts";
+import { simCluster } from "../../sim/sim-node.ts";
+import { VirtualClock } from "../../sim/virtual-clock.ts";
 
 function setup(options: RedlockOptions = {}) {
   const clock = new VirtualClock();
@@ -34,7 +38,9 @@ describe("using", () => {
 
   it("aborts the routine's signal with LockExtensionError when a majority goes down mid-routine", async () => {
     const { clock, nodes, redlock } = setup();
-    clock.schedule(700, () => nodes.slice(0, 3).forEach((n) => (n.mode = "down")));
+    clock.schedule(700, () => {
+      for (const n of nodes.slice(0, 3)) n.mode = "down";
+    });
     const result = await clock.run(redlock.using(["job"], 1_000, waitOrAbort(clock, 10_000)));
     expect(result.aborted).toBe(true);
     expect(result.reason).toBeInstanceOf(LockExtensionError);
@@ -47,7 +53,7 @@ describe("using", () => {
     let deadline = 0;
     const routine = async (signal: AbortSignal, lock: { validityMs: number }) => {
       deadline = clock.now() + lock.validityMs;
-      nodes.forEach((n) => (n.mode = "hang"));
+      for (const n of nodes) n.mode = "hang";
       return waitOrAbort(clock, 10_000)(signal);
     };
     const result = await clock.run(redlock.using(["job"], 1_000, routine, { extendThreshold: 100 }));
@@ -82,7 +88,9 @@ describe("using", () => {
     const { clock, redlock } = setup();
     const controller = new AbortController();
     clock.schedule(300, () => controller.abort(new Error("shutdown")));
-    const result = await clock.run(redlock.using(["job"], 1_000, waitOrAbort(clock, 10_000), { signal: controller.signal }));
+    const result = await clock.run(
+      redlock.using(["job"], 1_000, waitOrAbort(clock, 10_000), { signal: controller.signal }),
+    );
     expect(result).toMatchObject({ aborted: true, at: 300 });
     expect(String(result.reason)).toContain("shutdown");
   });

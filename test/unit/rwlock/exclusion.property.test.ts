@@ -6,9 +6,9 @@
 // release takes one away) must find a writer beside a reader: the negative control.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Redlock, type RedlockNode } from "../../src/index.ts";
-import { simCluster, type SimNode } from "../sim/sim-node.ts";
-import { VirtualClock } from "../sim/virtual-clock.ts";
+import { Redlock, type RedlockNode } from "../../../src/index.ts";
+import { simCluster, type SimNode } from "../../sim/sim-node.ts";
+import { VirtualClock } from "../../sim/virtual-clock.ts";
 
 const NODE_TIMEOUT = 100;
 
@@ -23,7 +23,9 @@ const scenarioArb = fc.record({
           write: fc.nat(2).map((n) => n === 0),
           ttl: fc.integer({ min: 300, max: 1_500 }),
           /** An extension this many ms after the grant, with its own ttl. */
-          extend: fc.option(fc.record({ after: fc.nat(1_500), ttl: fc.integer({ min: 200, max: 2_000 }) }), { nil: undefined }),
+          extend: fc.option(fc.record({ after: fc.nat(1_500), ttl: fc.integer({ min: 200, max: 2_000 }) }), {
+            nil: undefined,
+          }),
           /** Release this many ms after the grant (possibly long after validity ended), or never. */
           release: fc.option(fc.nat(2_500), { nil: undefined }),
         }),
@@ -33,7 +35,13 @@ const scenarioArb = fc.record({
     { minLength: 2, maxLength: 5 },
   ),
   /** Per-request latencies in ms, used in turn; above NODE_TIMEOUT the caller gives up but the request still lands. */
-  latencies: fc.array(fc.oneof({ arbitrary: fc.integer({ min: 1, max: 40 }), weight: 4 }, { arbitrary: fc.integer({ min: 41, max: 300 }), weight: 1 }), { minLength: 1, maxLength: 100 }),
+  latencies: fc.array(
+    fc.oneof(
+      { arbitrary: fc.integer({ min: 1, max: 40 }), weight: 4 },
+      { arbitrary: fc.integer({ min: 41, max: 300 }), weight: 1 },
+    ),
+    { minLength: 1, maxLength: 100 },
+  ),
 });
 type Scenario = typeof scenarioArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -49,7 +57,8 @@ interface Held {
 function partitioned(nodes: SimNode[], reaches: number[]): RedlockNode[] {
   return nodes.map((node, i) => ({
     label: node.label,
-    run: (script, keys, args, signal) => (reaches.includes(i) ? node.run(script, keys, args, signal) : Promise.reject(new TypeError("partitioned"))),
+    run: (script, keys, args, signal) =>
+      reaches.includes(i) ? node.run(script, keys, args, signal) : Promise.reject(new TypeError("partitioned")),
   }));
 }
 
@@ -64,7 +73,13 @@ async function simulate(scenario: Scenario, readerCounters: boolean): Promise<He
   }
   const holds: Held[] = [];
   const tasks = scenario.clients.flatMap((client, c) => {
-    const doc = new Redlock(partitioned(nodes, client.reaches), { clock, nodeTimeout: NODE_TIMEOUT, retryCount: 2, retryDelay: 50, retryJitter: 0 }).readWriteLock("doc");
+    const doc = new Redlock(partitioned(nodes, client.reaches), {
+      clock,
+      nodeTimeout: NODE_TIMEOUT,
+      retryCount: 2,
+      retryDelay: 50,
+      retryJitter: 0,
+    }).readWriteLock("doc");
     return client.attempts.map(
       (attempt) =>
         new Promise<void>((done) =>
@@ -111,9 +126,11 @@ function conflict(holds: Held[]): [Held, Held] | undefined {
 }
 
 /** Whether two readers were valid at one moment. */
-const readersOverlapped = (holds: Held[]) => holds.some((a, i) => !a.write && holds.slice(i + 1).some((b) => !b.write && a.from < b.until && b.from < a.until));
+const readersOverlapped = (holds: Held[]) =>
+  holds.some((a, i) => !a.write && holds.slice(i + 1).some((b) => !b.write && a.from < b.until && b.from < a.until));
 
-const describeHold = (scenario: Scenario, h: Held) => `client ${h.client} (reaches {${scenario.clients[h.client].reaches.join(",")}}) ${h.write ? "writer" : "reader"} valid [${h.from}, ${h.until.toFixed(0)})`;
+const describeHold = (scenario: Scenario, h: Held) =>
+  `client ${h.client} (reaches {${scenario.clients[h.client].reaches.join(",")}}) ${h.write ? "writer" : "reader"} valid [${h.from}, ${h.until.toFixed(0)})`;
 
 describe("the read-write lock on the simulator (fast-check)", () => {
   it("no valid writer overlaps a valid reader or writer; readers overlap freely", async () => {
@@ -128,11 +145,13 @@ describe("the read-write lock on the simulator (fast-check)", () => {
         writers += holds.filter((h) => h.write).length;
         if (readersOverlapped(holds)) shared++;
         const found = conflict(holds);
-        expect(found && found.map((h) => describeHold(scenario, h)).join(" and ")).toBeUndefined();
+        expect(found?.map((h) => describeHold(scenario, h)).join(" and ")).toBeUndefined();
       }),
       { numRuns: runs },
     );
-    console.log(`read-write property: ${runs} schedules, ${locks} locks (${writers} writers), ${shared} schedules where readers overlapped`);
+    console.log(
+      `read-write property: ${runs} schedules, ${locks} locks (${writers} writers), ${shared} schedules where readers overlapped`,
+    );
     // Not a vacuous pass: locks of both kinds were handed out, and readers did share.
     expect(writers).toBeGreaterThan(runs / 4);
     expect(locks - writers).toBeGreaterThan(runs);
@@ -153,7 +172,9 @@ describe("the read-write lock on the simulator (fast-check)", () => {
     );
     expect(result.failed).toBe(true);
     const { scenario, found } = last!;
-    console.log(`reader counters: counter-example after ${result.numRuns} runs (shrunk ${result.numShrinks} times): ${found.map((h) => describeHold(scenario, h)).join(" and ")}; schedule ${JSON.stringify(scenario.clients)}`);
+    console.log(
+      `reader counters: counter-example after ${result.numRuns} runs (shrunk ${result.numShrinks} times): ${found.map((h) => describeHold(scenario, h)).join(" and ")}; schedule ${JSON.stringify(scenario.clients)}`,
+    );
     expect(found.some((h) => h.write) && found.some((h) => !h.write)).toBe(true);
   }, 300_000);
 });

@@ -1,9 +1,16 @@
 // The read-write lock on the deterministic simulator: readers share, a writer is alone, the queue orders them,
 // a reader's extension and release, inspection, fencing, events, and the late orderings of a reader's requests.
 import { describe, expect, it } from "vitest";
-import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, Redlock, type LockEvent, type RedlockOptions } from "../../src/index.ts";
-import { simCluster } from "../sim/sim-node.ts";
-import { VirtualClock } from "../sim/virtual-clock.ts";
+import {
+  InvalidArgumentError,
+  LockAcquisitionError,
+  LockExtensionError,
+  Redlock,
+  type LockEvent,
+  type RedlockOptions,
+} from "../../../src/index.ts";
+import { simCluster } from "../../sim/sim-node.ts";
+import { VirtualClock } from "../../sim/virtual-clock.ts";
 
 function setup(options: RedlockOptions = {}) {
   const clock = new VirtualClock();
@@ -59,7 +66,12 @@ describe("read-write lock", () => {
     );
     await clock.advance(50); // the writer is in line on every node
     expect(nodes.every((n) => n.liveWaiters(QUEUE).some((t) => t.endsWith("w")))).toBe(true);
-    const lateReader = clock.run(doc.acquireRead(1_000).then(async (lock) => { order.push("late reader"); await lock.release(); }));
+    const lateReader = clock.run(
+      doc.acquireRead(1_000).then(async (lock) => {
+        order.push("late reader");
+        await lock.release();
+      }),
+    );
     await clock.advance(200);
     expect(order).toEqual([]); // the late reader waits behind the writer, though only readers hold the lock
     await clock.run(first.release());
@@ -142,7 +154,12 @@ describe("read-write lock", () => {
   it("usingRead and usingWrite extend while the routine runs and abort its signal when the lock is lost", async () => {
     const { clock, nodes, redlock } = setup();
     const doc = redlock.readWriteLock("doc");
-    const kept = await clock.run(doc.usingRead(500, async (signal) => { await clock.sleep(1_500); return signal.aborted; }));
+    const kept = await clock.run(
+      doc.usingRead(500, async (signal) => {
+        await clock.sleep(1_500);
+        return signal.aborted;
+      }),
+    );
     expect(kept).toBe(false);
     const lost = await clock.run(
       doc.usingWrite(500, async (signal) => {
@@ -163,7 +180,13 @@ describe("read-write lock", () => {
     await clock.run(r.release());
     const w = await clock.run(doc.acquireWrite(1_000));
     await clock.run(w.release());
-    expect(events.map((e) => `${e.type}:${e.kind}`)).toEqual(["acquire:read", "extend:read", "release:read", "acquire:write", "release:write"]);
+    expect(events.map((e) => `${e.type}:${e.kind}`)).toEqual([
+      "acquire:read",
+      "extend:read",
+      "release:read",
+      "acquire:write",
+      "release:write",
+    ]);
     expect(JSON.stringify(events)).not.toContain(r.value);
   });
 });

@@ -1,14 +1,16 @@
-// Review 21 (fixed: the state is back in the module WeakMap): a Lock's state had moved into a private field (#state). What a debugger
-// shows of a logged lock (Chrome DevTools on Node, `wrangler dev` DevTools on workerd: the inspector
-// protocol's Runtime.getProperties) now includes its private fields, so `#state.value` — the lock value
-// that `value` keeps behind a getter "so logging the lock does not print it" — is listed without invoking
-// any getter. With the WeakMap it was not among the lock's properties at all.
+// A debugger never shows a lock's value: what the inspector protocol lists of a lock (Runtime.getProperties, as Chrome
+// DevTools on Node and `wrangler dev` DevTools on workerd read it) includes private fields, listed without invoking any
+// getter, so no own or private data property of a lock, one level down, may hold the value that `value` keeps behind a
+// getter "so logging the lock does not print it".
 import { Session } from "node:inspector/promises";
 import { expect, it } from "vitest";
-import { Redlock } from "../../src/index.ts";
-import { memoryNodes } from "../../src/testing/index.ts";
+import { Redlock } from "../../../src/index.ts";
+import { memoryNodes } from "../../../src/testing/index.ts";
 
-interface RemoteProperty { name: string; value?: { value?: unknown; objectId?: string } }
+interface RemoteProperty {
+  name: string;
+  value?: { value?: unknown; objectId?: string };
+}
 
 it("the inspector protocol lists no data property of a lock (own or private, one level down) that holds its value", async () => {
   const redlock = new Redlock(memoryNodes(3), { retryCount: 0 });
@@ -16,8 +18,8 @@ it("the inspector protocol lists no data property of a lock (own or private, one
   const session = new Session();
   session.connect();
   try {
-    (globalThis as { __review21Lock?: unknown }).__review21Lock = lock;
-    const { result } = await session.post("Runtime.evaluate", { expression: "globalThis.__review21Lock" });
+    (globalThis as { __inspectedLock?: unknown }).__inspectedLock = lock;
+    const { result } = await session.post("Runtime.evaluate", { expression: "globalThis.__inspectedLock" });
     const seen: unknown[] = [];
     const walk = async (objectId: string, depth: number) => {
       const props = (await session.post("Runtime.getProperties", { objectId, ownProperties: true })) as {
@@ -33,7 +35,7 @@ it("the inspector protocol lists no data property of a lock (own or private, one
     expect(seen.length).toBeGreaterThan(0);
     expect(seen).not.toContain(lock.value);
   } finally {
-    delete (globalThis as { __review21Lock?: unknown }).__review21Lock;
+    delete (globalThis as { __inspectedLock?: unknown }).__inspectedLock;
     session.disconnect();
     await lock.release();
   }

@@ -4,13 +4,13 @@
 // `limit` holders; a permit is valid on a majority) must find an over-admission: the negative control.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Redlock, type RedlockNode, type Vote } from "../../src/index.ts";
-import { castVote } from "../../src/node/outcome.ts";
-import { fanOut } from "../../src/quorum/fan-out.ts";
-import type { Script } from "../../src/scripts/index.ts";
-import { randomValue } from "../../src/support/random.ts";
-import { simCluster, type SimNode } from "../sim/sim-node.ts";
-import { VirtualClock } from "../sim/virtual-clock.ts";
+import { Redlock, type RedlockNode, type Vote } from "../../../src/index.ts";
+import { castVote } from "../../../src/node/outcome.ts";
+import { fanOut } from "../../../src/quorum/fan-out.ts";
+import type { Script } from "../../../src/scripts/index.ts";
+import { randomValue } from "../../../src/support/random.ts";
+import { simCluster, type SimNode } from "../../sim/sim-node.ts";
+import { VirtualClock } from "../../sim/virtual-clock.ts";
 
 const NODE_TIMEOUT = 100;
 const QUORUM = 3;
@@ -22,12 +22,26 @@ const scenarioArb = fc.record({
     fc.record({
       /** The nodes this client reaches (the others fail at once, as a partition does). */
       reaches: fc.subarray([0, 1, 2, 3, 4], { minLength: 2 }),
-      attempts: fc.array(fc.record({ at: fc.nat(2_000), ttl: fc.integer({ min: 300, max: 1_500 }), hold: fc.nat(1_500), release: fc.boolean() }), { minLength: 1, maxLength: 3 }),
+      attempts: fc.array(
+        fc.record({
+          at: fc.nat(2_000),
+          ttl: fc.integer({ min: 300, max: 1_500 }),
+          hold: fc.nat(1_500),
+          release: fc.boolean(),
+        }),
+        { minLength: 1, maxLength: 3 },
+      ),
     }),
     { minLength: 2, maxLength: 5 },
   ),
   /** Per-request latencies in ms, used in turn; above NODE_TIMEOUT the caller gives up but the request still lands. */
-  latencies: fc.array(fc.oneof({ arbitrary: fc.integer({ min: 1, max: 40 }), weight: 4 }, { arbitrary: fc.integer({ min: 41, max: 300 }), weight: 1 }), { minLength: 1, maxLength: 100 }),
+  latencies: fc.array(
+    fc.oneof(
+      { arbitrary: fc.integer({ min: 1, max: 40 }), weight: 4 },
+      { arbitrary: fc.integer({ min: 41, max: 300 }), weight: 1 },
+    ),
+    { minLength: 1, maxLength: 100 },
+  ),
 });
 type Scenario = typeof scenarioArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -44,7 +58,8 @@ interface Held {
 function partitioned(nodes: SimNode[], reaches: number[]): RedlockNode[] {
   return nodes.map((node, i) => ({
     label: node.label,
-    run: (script, keys, args, signal) => (reaches.includes(i) ? node.run(script, keys, args, signal) : Promise.reject(new TypeError("partitioned"))),
+    run: (script, keys, args, signal) =>
+      reaches.includes(i) ? node.run(script, keys, args, signal) : Promise.reject(new TypeError("partitioned")),
   }));
 }
 
@@ -52,20 +67,34 @@ function partitioned(nodes: SimNode[], reaches: number[]): RedlockNode[] {
 const NAIVE = {
   name: "naive-semaphore",
   lua: "",
-  vote: (reply: unknown): Vote => (Array.isArray(reply) && reply[0] === 1 ? { outcome: "granted" } : Array.isArray(reply) && reply[0] === 0 ? { outcome: "denied" } : { outcome: "error", cause: "unexpected" }),
+  vote: (reply: unknown): Vote =>
+    Array.isArray(reply) && reply[0] === 1
+      ? { outcome: "granted" }
+      : Array.isArray(reply) && reply[0] === 0
+        ? { outcome: "denied" }
+        : { outcome: "error", cause: "unexpected" },
 } as unknown as Script;
 
 /** One acquisition of the naive semaphore: valid when a majority admitted it within validity. */
-async function naiveAcquire(nodes: RedlockNode[], clock: VirtualClock, limit: number, ttl: number): Promise<{ validity: number; granted: number[] } | undefined> {
+async function naiveAcquire(
+  nodes: RedlockNode[],
+  clock: VirtualClock,
+  limit: number,
+  ttl: number,
+): Promise<{ validity: number; granted: number[] } | undefined> {
   const start = clock.now();
   const value = randomValue();
-  const round = await fanOut(nodes.length, (i, signal) => castVote(nodes[i], NAIVE, ["naive"], [value, String(ttl), String(limit)], signal), {
-    quorum: QUORUM,
-    nodeTimeout: NODE_TIMEOUT,
-    clock,
-    decide: "all",
-    cancelStragglers: false,
-  });
+  const round = await fanOut(
+    nodes.length,
+    (i, signal) => castVote(nodes[i], NAIVE, ["naive"], [value, String(ttl), String(limit)], signal),
+    {
+      quorum: QUORUM,
+      nodeTimeout: NODE_TIMEOUT,
+      clock,
+      decide: "all",
+      cancelStragglers: false,
+    },
+  );
   const validity = ttl - (clock.now() - start) - DRIFT(ttl);
   const granted = round.votes.flatMap((v) => (v.outcome === "granted" ? [v.node] : []));
   return granted.length >= QUORUM && validity > 0 ? { validity, granted } : undefined;
@@ -82,7 +111,13 @@ async function simulate(scenario: Scenario, naive: boolean): Promise<Held[]> {
   const holds: Held[] = [];
   const tasks = scenario.clients.flatMap((client, c) => {
     const view = partitioned(nodes, client.reaches);
-    const semaphore = new Redlock(view, { clock, nodeTimeout: NODE_TIMEOUT, retryCount: 1, retryDelay: 50, retryJitter: 0 }).semaphore("s", scenario.limit);
+    const semaphore = new Redlock(view, {
+      clock,
+      nodeTimeout: NODE_TIMEOUT,
+      retryCount: 1,
+      retryDelay: 50,
+      retryJitter: 0,
+    }).semaphore("s", scenario.limit);
     return client.attempts.map(
       (attempt) =>
         new Promise<void>((done) =>
@@ -90,10 +125,16 @@ async function simulate(scenario: Scenario, naive: boolean): Promise<Held[]> {
             try {
               if (naive) {
                 const got = await naiveAcquire(view, clock, scenario.limit, attempt.ttl);
-                if (got) holds.push({ client: c, from: clock.now(), until: clock.now() + got.validity, granted: got.granted });
+                if (got)
+                  holds.push({ client: c, from: clock.now(), until: clock.now() + got.validity, granted: got.granted });
               } else {
                 const permit = await semaphore.acquire(attempt.ttl);
-                const hold: Held = { client: c, from: clock.now(), until: clock.now() + permit.validityMs, granted: [] };
+                const hold: Held = {
+                  client: c,
+                  from: clock.now(),
+                  until: clock.now() + permit.validityMs,
+                  granted: [],
+                };
                 holds.push(hold);
                 await clock.sleep(Math.min(attempt.hold, Math.max(0, permit.validityMs - 1)));
                 if (attempt.release) {
@@ -152,8 +193,13 @@ describe("the semaphore on the simulator (fast-check)", () => {
     expect(result.failed).toBe(true);
     const scenario = result.counterexample![0];
     const top = peak(await simulate(scenario, true));
-    const who = top.valid.map((h) => `client ${h.client} (reaches {${scenario.clients[h.client].reaches.join(",")}}) admitted on {${h.granted.join(",")}} valid [${h.from}, ${h.until.toFixed(0)})`);
-    console.log(`naive semaphore: counter-example after ${result.numRuns} runs (shrunk ${result.numShrinks} times): limit ${scenario.limit}, ${top.count} permits valid at t=${top.at}: ${who.join("; ")}`);
+    const who = top.valid.map(
+      (h) =>
+        `client ${h.client} (reaches {${scenario.clients[h.client].reaches.join(",")}}) admitted on {${h.granted.join(",")}} valid [${h.from}, ${h.until.toFixed(0)})`,
+    );
+    console.log(
+      `naive semaphore: counter-example after ${result.numRuns} runs (shrunk ${result.numShrinks} times): limit ${scenario.limit}, ${top.count} permits valid at t=${top.at}: ${who.join("; ")}`,
+    );
     expect(top.count).toBeGreaterThan(scenario.limit);
   });
 });

@@ -1,8 +1,15 @@
 // The semaphore on the deterministic simulator: permits, refusals that name the free slots, the lock-like permit.
 import { describe, expect, it } from "vitest";
-import { InvalidArgumentError, LockAcquisitionError, LockExtensionError, Permit, Redlock, type RedlockOptions } from "../../src/index.ts";
-import { simCluster } from "../sim/sim-node.ts";
-import { VirtualClock } from "../sim/virtual-clock.ts";
+import {
+  InvalidArgumentError,
+  LockAcquisitionError,
+  type LockExtensionError,
+  Permit,
+  Redlock,
+  type RedlockOptions,
+} from "../../../src/index.ts";
+import { simCluster } from "../../sim/sim-node.ts";
+import { VirtualClock } from "../../sim/virtual-clock.ts";
 
 function setup(options: RedlockOptions = {}) {
   const clock = new VirtualClock();
@@ -26,7 +33,9 @@ describe("semaphore", () => {
       expect(p.resources).toEqual(["renders"]);
       expect(nodes.map((n) => n.get(slotKey("renders", p.slot)))).toEqual(Array(5).fill(p.value));
     }
-    const error = (await clock.run(redlock.semaphore("renders", 3).acquire(1_000, { retryCount: 0 })).catch((e: unknown) => e)) as LockAcquisitionError;
+    const error = (await clock
+      .run(redlock.semaphore("renders", 3).acquire(1_000, { retryCount: 0 }))
+      .catch((e: unknown) => e)) as LockAcquisitionError;
     expect(error).toBeInstanceOf(LockAcquisitionError);
     expect(error.reason).toBe("held");
     expect(error.message).toMatch(/every permit is held/);
@@ -55,7 +64,9 @@ describe("semaphore", () => {
     const result = await clock.run(permit.release());
     await clock.run(result.pending);
     expect(nodes.map((n) => n.get(slotKey("p", permit.slot)))).toEqual(Array(5).fill(undefined));
-    expect(((await clock.run(permit.extend(1_000)).catch((e: unknown) => e)) as LockExtensionError).reason).toBe("released");
+    expect(((await clock.run(permit.extend(1_000)).catch((e: unknown) => e)) as LockExtensionError).reason).toBe(
+      "released",
+    );
     expect(JSON.stringify(permit)).not.toContain(permit.value);
     expect(JSON.parse(JSON.stringify(permit))).toMatchObject({ semaphore: "p", slot: permit.slot });
   });
@@ -120,11 +131,22 @@ describe("semaphore", () => {
 
   it("refuses bad arguments before any request", async () => {
     const { clock, nodes, redlock } = setup();
-    for (const make of [() => redlock.semaphore("", 2), () => redlock.semaphore("s", 0), () => redlock.semaphore("s", 1.5), () => redlock.semaphore("s", 101), () => redlock.semaphore("edge-redlock:x", 2)]) {
+    for (const make of [
+      () => redlock.semaphore("", 2),
+      () => redlock.semaphore("s", 0),
+      () => redlock.semaphore("s", 1.5),
+      () => redlock.semaphore("s", 101),
+      () => redlock.semaphore("edge-redlock:x", 2),
+    ]) {
       expect(make).toThrow(InvalidArgumentError);
     }
     const semaphore = redlock.semaphore("s", 2);
-    for (const call of [() => semaphore.acquire(50), () => semaphore.acquire(1_000, { fencing: true }), () => semaphore.acquire(1_000, { retryCount: -2 }), () => semaphore.using(1_000, "x" as never)]) {
+    for (const call of [
+      () => semaphore.acquire(50),
+      () => semaphore.acquire(1_000, { fencing: true }),
+      () => semaphore.acquire(1_000, { retryCount: -2 }),
+      () => semaphore.using(1_000, "x" as never),
+    ]) {
       await expect(clock.run(call())).rejects.toBeInstanceOf(InvalidArgumentError);
     }
     expect(nodes.map((n) => n.requests.length)).toEqual([0, 0, 0, 0, 0]);

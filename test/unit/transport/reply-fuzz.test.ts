@@ -2,7 +2,7 @@
 // a reply is a grant only when it is exactly the success reply; everything else is a vote against or an error.
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { LockAcquisitionError, Redlock } from "../../src/index.ts";
+import { LockAcquisitionError, Redlock } from "../../../src/index.ts";
 
 const NODE_TIMEOUT = 50;
 const SUCCESS = JSON.stringify({ result: [1] });
@@ -24,14 +24,29 @@ const bodyArb = fc.oneof(
   {
     weight: 2,
     arbitrary: fc.constantFrom(
-      '{"result":["1"]}', '{"result":[true]}', '{"result":[1,"x"]}', '{"result":[1,null]}', '{"result":1}', '{"result":"OK"}',
-      '[{"result":[1]}]', '{"result":[1],"error":"ERR boom"}', '{"error":"NOSCRIPT No matching script"}', '{"result":[0,5]}',
-      '{"result":[1.5]}', '{"result":[2]}', '{"result":[[1]]}', "<html>502</html>", "",
+      '{"result":["1"]}',
+      '{"result":[true]}',
+      '{"result":[1,"x"]}',
+      '{"result":[1,null]}',
+      '{"result":1}',
+      '{"result":"OK"}',
+      '[{"result":[1]}]',
+      '{"result":[1],"error":"ERR boom"}',
+      '{"error":"NOSCRIPT No matching script"}',
+      '{"result":[0,5]}',
+      '{"result":[1.5]}',
+      '{"result":[2]}',
+      '{"result":[[1]]}',
+      "<html>502</html>",
+      "",
     ),
   },
 );
 const replyArb: fc.Arbitrary<Reply> = fc.record({
-  status: fc.oneof({ weight: 4, arbitrary: fc.constant(200) }, { weight: 1, arbitrary: fc.integer({ min: 200, max: 599 }) }),
+  status: fc.oneof(
+    { weight: 4, arbitrary: fc.constant(200) },
+    { weight: 1, arbitrary: fc.integer({ min: 200, max: 599 }) },
+  ),
   body: bodyArb,
   delivery: fc.constantFrom("whole", "whole", "drip-fast", "drip-slow", "hang"),
 });
@@ -42,11 +57,19 @@ const NULL_BODY = new Set([204, 205, 304]);
 
 function isExactSuccess(reply: Reply): boolean {
   if (NULL_BODY.has(reply.status)) return false;
-  if (reply.status < 200 || reply.status > 299 || reply.delivery === "drip-slow" || reply.delivery === "hang") return false;
+  if (reply.status < 200 || reply.status > 299 || reply.delivery === "drip-slow" || reply.delivery === "hang")
+    return false;
   try {
     const parsed = JSON.parse(reply.body) as { result?: unknown; error?: unknown };
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) && !parsed.error &&
-      Array.isArray(parsed.result) && parsed.result.length === 1 && parsed.result[0] === 1;
+    return (
+      typeof parsed === "object" &&
+      parsed !== null &&
+      !Array.isArray(parsed) &&
+      !parsed.error &&
+      Array.isArray(parsed.result) &&
+      parsed.result.length === 1 &&
+      parsed.result[0] === 1
+    );
   } catch {
     return false;
   }
@@ -83,7 +106,10 @@ afterEach(() => {
 
 describe("fuzzed node replies (fast-check)", () => {
   it("acquires exactly when a quorum answered the exact success reply", async () => {
-    const nodes = Array.from({ length: 5 }, (_, i) => ({ url: `https://node${i}.fuzz.test`, token: "fuzz-token-secret" }));
+    const nodes = Array.from({ length: 5 }, (_, i) => ({
+      url: `https://node${i}.fuzz.test`,
+      token: "fuzz-token-secret",
+    }));
     await fc.assert(
       fc.asyncProperty(fc.array(replyArb, { minLength: 5, maxLength: 5 }), async (replies) => {
         vi.stubGlobal("fetch", (input: string | URL | Request, init?: RequestInit) => {

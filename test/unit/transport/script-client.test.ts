@@ -1,14 +1,12 @@
-// Review 21 (fixed in upstashNode: an aborted signal starts no request): a user-supplied `Redis` instance (the ScriptClient path of upstashNode) is handed a request
-// after the request's signal has aborted. untilAborted(target.evalsha(...), signal) evaluates its first
-// argument — starting the request — before it looks at the signal, and then rejects with the bare reason
-// (not Abandoned), so the vote carries no landing and a cleanup does not wait for that request: the
-// release that undoes an acquire is sent while that acquire is still on its way.
+// A user-supplied `Redis` instance (the ScriptClient path of upstashNode) is never handed a request whose signal has
+// already aborted. A request started anyway would have no landing in its vote, so a cleanup would not wait for it: the
+// release that undoes an acquire would go out while that acquire is still on its way.
 // Reachable through the public API: the first use of a script computes its SHA (crypto.subtle, a later
 // macrotask), and a caller's abort in that window reaches the requests before they are sent.
 import { describe, expect, it } from "vitest";
-import { Redlock, upstashNode, type ScriptClient } from "../../src/index.ts";
-import { ACQUIRE } from "../../src/scripts/index.ts";
-import { castVote, landingOf } from "../../src/node/outcome.ts";
+import { Redlock, upstashNode, type ScriptClient } from "../../../src/index.ts";
+import { ACQUIRE } from "../../../src/scripts/index.ts";
+import { castVote, landingOf } from "../../../src/node/outcome.ts";
 
 interface Call {
   kind: "acquire" | "release";

@@ -1,14 +1,116 @@
-// Review 25 (2e5f5fe): a fair reader's failed attempt is undone with RW_READ_RELEASE given a lease (the reader value
-// taken out, its "r" member put back in line). What lands late: an undo cut at nodeTimeout that the network still
-// delivers lands after the reader's next attempt won, after its release, or after its LEAVE.
+// The undo of a fair waiter's failed attempt (REQUEUE; a reader's read release with a lease) may be cut at nodeTimeout
+// and still delivered: it then lands after the waiter won a later attempt, after its release, or after its LEAVE.
+// Landing late it never deletes a holder's key or reader entry; the member it puts back is never refreshed and stops
+// others for at most one lease from its landing; a reader's member stops writers, never readers; a held read lock's
+// releases never carry a lease.
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, Redlock } from "../../src/index.ts";
-import { simCluster } from "../sim/sim-node.ts";
-import { VirtualClock } from "../sim/virtual-clock.ts";
+import { LockAcquisitionError, Redlock, type RedlockOptions } from "../../../src/index.ts";
+import { simCluster, type SimNode } from "../../sim/sim-node.ts";
+import { VirtualClock } from "../../sim/virtual-clock.ts";
+
+const Q = "edge-redlock:queue:k";
+
+function setup(options: RedlockOptions = {}) {
+  const clock = new VirtualClock();
+  const nodes = simCluster(clock);
+  const redlock = new Redlock(nodes, { clock, nodeTimeout: 100, ...options });
+  return { clock, nodes, redlock };
+}
+
+const waiters = (nodes: SimNode[], queue = Q) => nodes.map((n) => n.liveWaiters(queue).length);
 
 const QUEUE = "edge-redlock:rw:queue:doc";
 const WRITER = "edge-redlock:rw:writer:doc";
 const READERS = "edge-redlock:rw:readers:doc";
+
+describe("a fair waiter's REQUEUE that lands after it became the holder", () => {
+  it("a REQUEUE that lands after the waiter became the holder: its ticket waits there until the release's LEAVE", async () => {
+    const { clock, nodes, redlock } = setup();
+    for (const n of nodes.slice(1)) n.set("k", "someone-else", 30); // held on 1–4 for 30 ms; node 0 free
+    let first = true;
+    nodes[0].latency = (request) => {
+      if (request.script === "requeue") return 60; // the undoing of attempt 1 lands late
+      if (request.script !== "fair-acquire" || !first) return 1;
+      first = false;
+      return 5; // attempt 1's grant on node 0 comes in after the round was decided (four refusals: not a split)
+    };
+    const lock = await clock.run(redlock.acquire(["k"], 1_000, { maxWait: 2_000 }));
+    expect(lock.attempts).toBeGreaterThan(1);
+    const requeue = nodes[0].requests.find((r) => r.script === "requeue");
+    const won = nodes[1].requests.filter((r) => r.script === "fair-acquire").at(-1)!;
+    expect(requeue?.ranAt).toBeGreaterThan(won.ranAt ?? Infinity); // it ran after the grant that won
+    expect(nodes[0].get("k")).toBeUndefined(); // it deleted attempt 1's key, never the holder's (elsewhere)
+    expect(waiters(nodes)[0]).toBe(1); // the holder's own ticket, back in line on node 0
+    await clock.run(lock.release());
+    await clock.drain();
+    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
+    expect(nodes.map((n) => n.get("k"))).toEqual(Array(5).fill(undefined));
+  });
+});
+
+/**
+ * Another writer's key sits on nodes 2-4 (a minority partial grant of someone, long ttl); the writer key is free on
+ * nodes 0 and 1. Writer W (maxWait 250) is granted on 0 and 1 each attempt and refused on 2-4; its REQUEUEs to
+ * nodes 0 and 1 take 150 ms (over nodeTimeout 100: cut, but delivered anyway).
+ */
+async function writerThatGaveUp() {
+  const clock = new VirtualClock();
+  const nodes = simCluster(clock);
+  for (const [i, node] of nodes.entries()) {
+    node.deliverLate = true;
+    node.latency = (request) => (request.script === "requeue" && i < 2 ? 150 : 1);
+  }
+  for (const node of nodes.slice(2)) node.set(WRITER, "another-writer", 10_000);
+  const redlock = new Redlock(nodes, { clock, nodeTimeout: 100 });
+  const doc = redlock.readWriteLock("doc");
+  const error = await clock.run(doc.acquireWrite(1_000, { maxWait: 250 }).catch((e: unknown) => e));
+  expect(error).toBeInstanceOf(LockAcquisitionError);
+  await clock.drain(); // LEAVE (not waited for by acquireWrite) and the last REQUEUEs land
+  return { clock, nodes, redlock, doc };
+}
+
+describe("a fair writer's REQUEUE that lands after it gave up", () => {
+  it("lands after LEAVE, puts the writer's 'w' member back on that node, and it lapses after one lease", async () => {
+    const { clock, nodes } = await writerThatGaveUp();
+    for (const node of nodes.slice(0, 2)) {
+      const leave = node.requests.filter((r) => r.script === "leave").at(-1);
+      const requeue = node.requests.filter((r) => r.script === "requeue").at(-1);
+      expect(leave?.ranAt).toBeDefined();
+      expect(requeue?.ranAt).toBeGreaterThan(leave?.ranAt ?? Number.POSITIVE_INFINITY);
+    }
+    // The writer is gone, yet its member is back in line on nodes 0 and 1 (and nowhere else).
+    const waiting = nodes.map((n) => n.liveWaiters(QUEUE));
+    expect(waiting.map((w) => w.length)).toEqual([1, 1, 0, 0, 0]);
+    expect(waiting[0][0].endsWith("w")).toBe(true);
+    // Its own key was deleted where it had set it; the other writer's key untouched.
+    expect(nodes.map((n) => n.get(WRITER))).toEqual([
+      undefined,
+      undefined,
+      "another-writer",
+      "another-writer",
+      "another-writer",
+    ]);
+    // Bounded: the member is never refreshed, and lapses with its lease (300 ms) after the landing.
+    await clock.advance(300);
+    expect(nodes.map((n) => n.liveWaiters(QUEUE).length)).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it("with a node down, a reader waits for that stale member's lease, no longer; no writer is valid meanwhile", async () => {
+    const { clock, nodes, doc } = await writerThatGaveUp();
+    for (const node of nodes.slice(2)) node.delete(WRITER);
+    nodes[4].mode = "down";
+    const started = clock.now();
+    const read = await clock.run(doc.acquireRead(1_000, { maxWait: 2_000 }));
+    const waited = clock.now() - started;
+    // Nodes 0 and 1 refuse the reader (a writer "ahead"), node 4 is down: 2 grants until the lease lapses.
+    // About 304 ms: the lease from the landing, plus the reader's next round.
+    expect(waited).toBeGreaterThan(250);
+    expect(waited).toBeLessThan(330);
+    expect(nodes.slice(0, 4).every((n) => n.get(WRITER) === undefined)).toBe(true);
+    await clock.run(read.release());
+  });
+});
+
 const isUndo = (r: { script: string; keys: string[] }) => r.script === "rw-read-release" && r.keys.length === 2;
 
 /**
@@ -16,21 +118,22 @@ const isUndo = (r: { script: string; keys: string[] }) => r.script === "rw-read-
  * refused on 2-4 until the key lapses; its undos (read release with a lease: 2 keys, 3 args) to nodes 0 and 1 take
  * `undoMs` (over nodeTimeout 100: cut, delivered anyway).
  */
-function setup(blockedMs: number, undoMs: number) {
+function readerSetup(blockedMs: number, undoMs: number) {
   const clock = new VirtualClock();
   const nodes = simCluster(clock);
   for (const [i, node] of nodes.entries()) {
     node.deliverLate = true;
-    node.latency = (request) => (request.script === "rw-read-release" && i < 2 && request.keys.length === 2 ? undoMs : 1);
+    node.latency = (request) =>
+      request.script === "rw-read-release" && i < 2 && request.keys.length === 2 ? undoMs : 1;
   }
   for (const node of nodes.slice(2)) node.set(WRITER, "someone-else", blockedMs);
   const redlock = new Redlock(nodes, { clock, nodeTimeout: 100 });
   return { clock, nodes, redlock, doc: redlock.readWriteLock("doc") };
 }
 
-describe("review25: late reader undos (simulator)", () => {
+describe("a fair reader's undo that lands late", () => {
   it("an undo landing after the same reader won a later attempt leaves the holder's reader entry on every node", async () => {
-    const { clock, nodes, doc } = setup(250, 400);
+    const { clock, nodes, doc } = readerSetup(250, 400);
     const read = await clock.run(doc.acquireRead(5_000, { maxWait: 3_000 }));
     expect(read.attempts).toBeGreaterThan(1);
     const won = clock.now();
@@ -63,14 +166,19 @@ describe("review25: late reader undos (simulator)", () => {
     const reading = doc.acquireRead(5_000, { maxWait: 3_000 });
     await clock.advance(5);
     let writerAt = -1;
-    const writing = doc.acquireWrite(1_000, { maxWait: 5_000 }).then((l) => ((writerAt = clock.now()), l));
+    const writing = doc.acquireWrite(1_000, { maxWait: 5_000 }).then((l) => {
+      writerAt = clock.now();
+      return l;
+    });
     const read = await clock.run(reading);
     readerPhase = false;
     await clock.run(read.release());
     const releasedAt = clock.now();
     const write = await clock.run(writing);
     await clock.drain();
-    const landings = nodes.flatMap((n) => n.requests.filter((r) => isUndo(r) && r.ranAt !== undefined).map((r) => r.ranAt!));
+    const landings = nodes.flatMap((n) =>
+      n.requests.filter((r) => isUndo(r) && r.ranAt !== undefined).map((r) => r.ranAt!),
+    );
     const lastLanding = Math.max(...landings);
     expect(lastLanding, "undos land after the release").toBeGreaterThan(releasedAt);
     // Held back by the reader's put-back member on nodes 0-2, but no longer than one lease (300 ms) after it landed.
@@ -134,7 +242,8 @@ describe("review25: late reader undos (simulator)", () => {
     for (const [i, node] of nodes.entries()) {
       node.deliverLate = true;
       // Node 4's acquires are slow (stragglers at release time); the undos to 0 and 1 are cut and delivered late.
-      node.latency = (r) => (r.script === "rw-read-acquire" && i === 4 ? 80 : r.script === "rw-read-release" && i < 2 && !holding ? 150 : 1);
+      node.latency = (r) =>
+        r.script === "rw-read-acquire" && i === 4 ? 80 : r.script === "rw-read-release" && i < 2 && !holding ? 150 : 1;
     }
     for (const node of nodes.slice(2)) node.set(WRITER, "someone-else", 250);
     const redlock = new Redlock(own, { clock, nodeTimeout: 100 });

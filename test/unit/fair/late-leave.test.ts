@@ -1,15 +1,14 @@
-// Review 27 (bfbe970): a missed turn's LEAVE (old value, old ticket) now also goes to the nodes that REFUSED the
-// attempt. Can it, landing late (cut client-side at nodeTimeout and run by the node afterwards), delete or disturb
-// anything it must not: the waiter's NEW ticket (after `Line.renew`), another waiter's ticket, another holder's key, or
-// the waiter's own next hold there?
+// A missed turn's LEAVE (old value, old ticket) also goes to the nodes that refused the attempt. Landing late there
+// (cut client-side at nodeTimeout, run by the node afterwards) it deletes or disturbs nothing it must not: not the
+// waiter's new ticket (after `Line.renew`), another waiter's ticket, another holder's key, or the waiter's own later hold.
 // Simulator: the waiter W's first attempt goes over slow links (49 ms each way, ttl 101, nodeTimeout 100: its grant
 // round wins nodes 0-3 with no validity left, node 4 refuses it: a stranger's key), so it misses its turn. Its LEAVE to
 // node 4 is held back by W's link: the client sees it cut at nodeTimeout, and the test makes it land on node 4 when it
 // chooses (`landLate`). Everything else of W's, and the other clients, go over plain 1 ms links.
 import { describe, expect, it } from "vitest";
-import { Redlock, type RedlockNode } from "../../src/index.ts";
-import { simCluster, type SimNode } from "../sim/sim-node.ts";
-import { VirtualClock } from "../sim/virtual-clock.ts";
+import { Redlock, type RedlockNode } from "../../../src/index.ts";
+import { simCluster, type SimNode } from "../../sim/sim-node.ts";
+import { VirtualClock } from "../../sim/virtual-clock.ts";
 
 const QUEUE = "edge-redlock:queue:report";
 
@@ -64,7 +63,7 @@ async function missedTurn() {
   return { clock, nodes, held: held.leave!, w, wLock };
 }
 
-describe("review27: a missed turn's LEAVE to a refusing node, landing late", () => {
+describe("a missed turn's LEAVE to a refusing node, landing late", () => {
   it("leaves the waiter's NEW ticket, another waiter's ticket and another holder's keys where they are", async () => {
     const { clock, nodes, held, wLock } = await missedTurn();
     const oldTicket = held.args[1];

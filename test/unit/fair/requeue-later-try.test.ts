@@ -1,17 +1,16 @@
-// Review 24 (da73077): a fair semaphore waiter's failed try is undone with REQUEUE. The semaphore tries several
-// slots within ONE attempt, and a failed try's undo is a cleanup that runs concurrently with the next try. When the
-// REQUEUE of try k lands on a node after try k+1 was granted there, the waiter is already the permit's holder, and its
-// ticket sits back in the semaphore's line on that node for a whole lease: a live waiter "ahead" of everyone who came
-// later, though it waits for nothing. Before da73077 the undo was RELEASE and left no such entry.
+// A fair semaphore waiter tries several slots within one attempt, and a failed try's undo (REQUEUE) runs alongside the
+// next try. When that undo lands on a node after the next try was granted there, the waiter is already the permit's
+// holder: it must not be put back in the semaphore's line (a live waiter "ahead" of everyone who came later, waiting
+// for nothing), and nothing it leaves there outlives one lease or its release.
 //
 // The randomness is pinned (randomUnit → 0) so the first try takes slot 0; nothing else depends on it here.
 import { describe, expect, it, vi } from "vitest";
-import { Redlock } from "../../src/index.ts";
-import { simCluster } from "../sim/sim-node.ts";
-import { VirtualClock } from "../sim/virtual-clock.ts";
+import { Redlock } from "../../../src/index.ts";
+import { simCluster } from "../../sim/sim-node.ts";
+import { VirtualClock } from "../../sim/virtual-clock.ts";
 
-vi.mock("../../src/support/random.ts", async (importOriginal) => {
-  const original = await importOriginal<typeof import("../../src/support/random.ts")>();
+vi.mock("../../../src/support/random.ts", async (importOriginal) => {
+  const original = await importOriginal<typeof import("../../../src/support/random.ts")>();
   return { ...original, randomUnit: () => 0 };
 });
 
@@ -35,8 +34,8 @@ async function holderAfterTwoTries() {
   return { clock, nodes, redlock, semaphore, permit };
 }
 
-describe("review24: a semaphore waiter that won a later try of the same attempt is put back in line", () => {
-  it("the scenario is as described: two tries, the first undone on nodes 0 and 1 (REQUEUE; RELEASE before da73077)", async () => {
+describe("a semaphore waiter that wins a later try of the same attempt", () => {
+  it("the scenario: one attempt, two tries; the first is undone on nodes 0 and 1 only, never touching the permit's slot", async () => {
     const { nodes, permit } = await holderAfterTwoTries();
     expect(permit.slot).toBe(1);
     expect(permit.attempts).toBe(1);
@@ -46,13 +45,12 @@ describe("review24: a semaphore waiter that won a later try of the same attempt 
     expect(nodes.map((n) => n.get("edge-redlock:semaphore:jobs:1"))).toEqual(Array(5).fill(permit.value));
   });
 
-  it("review 24 (failed on da73077): once acquire resolved, the holder is not waiting in the semaphore's line on any node", async () => {
+  it("once acquire resolved, the holder is not waiting in the semaphore's line on any node", async () => {
     const { nodes } = await holderAfterTwoTries();
-    // Observed on da73077: [1, 1, 0, 0, 0] — the holder's own ticket, put back by the first try's REQUEUE.
     expect(nodes.map((n) => n.liveWaiters(QUEUE).length)).toEqual([0, 0, 0, 0, 0]);
   });
 
-  it("review 24 (failed on da73077): with one node down, a later waiter is kept out of a free slot until that entry's lease lapses", async () => {
+  it("with one node down, a later waiter gets a free slot at once: no entry of the holder keeps it out", async () => {
     const { clock, nodes, semaphore, permit } = await holderAfterTwoTries();
     const heldAt = clock.now();
     // Someone else's slot 0 expires at 50 ms; node 4 goes down (a minority: the semaphore must still serve).
@@ -64,15 +62,14 @@ describe("review24: a semaphore waiter that won a later try of the same attempt 
     const b = await clock.run(semaphore.acquire(1_000, { maxWait: 2_000 }));
     const waited = clock.now() - started;
     expect(b.slot).toBe(0);
-    // On nodes 0 and 1 the holder's stale entry counts as a waiter ahead of B (1 ahead, 1 slot free: refused),
-    // node 4 is down, so B reaches only 2 grants until the entry's 300 ms lease runs out.
-    // Observed on da73077: B waits ~250 ms (the lease from ~6 ms, less the 60 ms already gone). Before it, ~1 ms.
+    // Were the holder's ticket back in line on nodes 0 and 1, it would count as a waiter ahead of B there (1 ahead,
+    // 1 slot free: refused); with node 4 down, B would reach only 2 grants until that entry's 300 ms lease ran out.
     expect(waited, `B waited ${waited} ms; A held since ${heldAt} ms`).toBeLessThan(50);
     await clock.run(permit.release());
     await clock.run(b.release());
   });
 
-  it("holds: the stale entry is bounded by one lease, and the holder's release takes it out", async () => {
+  it("whatever the holder leaves in line is bounded by one lease, and the holder's release takes it out", async () => {
     const first = await holderAfterTwoTries();
     await first.clock.run(first.permit.release()); // LEAVE: deletes the slot and takes the ticket out
     await first.clock.drain();

@@ -1,7 +1,12 @@
-// The batcher's rules with a scripted transport: what goes out together, what alone, and who stops waiting.
-// test/integration/batching.test.ts checks the same through @upstash/redis against real Redis.
+// The batcher's rules with a scripted transport: a lone command goes as a plain request; the commands of one turn go
+// as one pipeline request (at most MAX_BATCH each), each with its own reply, never across a timer; a member whose
+// signal aborts stops waiting at once, told when the request it still rides in is over, while the others get their
+// replies (also with the lock's own announcing signals); the pipeline request is cut once every member stopped
+// waiting; members that aborted before the batch went out are left out; a reply without one outcome per command fails
+// every member. test/integration/transport/batching.test.ts checks the same through @upstash/redis against real Redis.
 import { describe, expect, it } from "vitest";
-import { Abandoned, batching, type Outcome, type Transport } from "../../src/node/batch.ts";
+import { Abandoned, batching, type Outcome, type Transport } from "../../../src/node/batch.ts";
+import { announceAbort, announcingController } from "../../../src/support/abort.ts";
 
 interface Call {
   kind: "one" | "many";
@@ -34,11 +39,18 @@ function scripted(options: { hold?: boolean; reply?: (command: string) => Outcom
       return later(() => commands.map(reply), signal);
     },
   };
-  return { transport, calls, answer: () => waiting.splice(0).forEach((go) => go()) };
+  const answer = () => {
+    for (const go of waiting.splice(0)) go();
+  };
+  return { transport, calls, answer };
 }
 
 const live = () => new AbortController().signal;
-const settled = <T>(p: Promise<T>) => p.then((value) => ({ value }), (error: unknown) => ({ error }));
+const settled = <T>(p: Promise<T>) =>
+  p.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
 
 describe("batching", () => {
   it("sends a lone command as a plain request", async () => {
@@ -49,7 +61,9 @@ describe("batching", () => {
   });
 
   it("sends the commands of one turn as one pipeline request, each with its own reply", async () => {
-    const { transport, calls } = scripted({ reply: (c) => (c === "bad" ? { ok: false, error: "ERR bad" } : { ok: true, value: `reply:${c}` }) });
+    const { transport, calls } = scripted({
+      reply: (c) => (c === "bad" ? { ok: false, error: "ERR bad" } : { ok: true, value: `reply:${c}` }),
+    });
     const send = batching(transport);
     // Sent synchronously, and a few microtasks apart: both are one turn.
     const first = Promise.all(["a", "bad", "c"].map((c) => settled(send(c, live()))));
@@ -68,7 +82,10 @@ describe("batching", () => {
     await new Promise((r) => setTimeout(r, 0));
     const b = send("b", live());
     await Promise.all([a, b]);
-    expect(calls.map((c) => [c.kind, c.commands])).toEqual([["one", ["a"]], ["one", ["b"]]]);
+    expect(calls.map((c) => [c.kind, c.commands])).toEqual([
+      ["one", ["a"]],
+      ["one", ["b"]],
+    ]);
   });
 
   it("a member whose signal aborts stops waiting at once, told when the request it still rides in is over; the others get their replies", async () => {
@@ -135,6 +152,79 @@ describe("batching", () => {
     const transport: Transport<string> = { one: async () => "x", many: async () => [{ ok: true, value: 1 }] };
     const send = batching(transport);
     const replies = await Promise.all(["a", "b"].map((c) => settled(send(c, live()))));
-    expect(replies).toEqual([{ error: new Error("unexpected pipeline reply") }, { error: new Error("unexpected pipeline reply") }]);
+    expect(replies).toEqual([
+      { error: new Error("unexpected pipeline reply") },
+      { error: new Error("unexpected pipeline reply") },
+    ]);
+  });
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A transport that records each request and holds every reply until `answer`. */
+function held() {
+  const calls: { commands: string[]; signal: AbortSignal }[] = [];
+  const waiting: (() => void)[] = [];
+  const transport: Transport<string> = {
+    one: (command, signal) =>
+      new Promise((resolve) => waiting.push(() => resolve(`reply:${command}`))).then((v) => {
+        signal.throwIfAborted();
+        return v;
+      }),
+    many: (commands, signal) => {
+      calls.push({ commands, signal });
+      return new Promise<Outcome[]>((resolve, reject) =>
+        waiting.push(() =>
+          signal.aborted ? reject(signal.reason) : resolve(commands.map((c) => ({ ok: true, value: `reply:${c}` }))),
+        ),
+      );
+    },
+  };
+  const answer = () => {
+    for (const go of waiting.splice(0)) go();
+  };
+  return { transport, calls, answer };
+}
+
+describe("a batch of announcing signals (the lock's own requests)", () => {
+  it("a member whose signal aborts stops waiting at once, told when its request is over; the others get their replies", async () => {
+    const { transport, calls, answer } = held();
+    const send = batching(transport);
+    const quitter = announcingController();
+    const stays = announcingController();
+    const a = send("a", quitter.signal).catch((e: unknown) => e);
+    const b = settled(send("b", stays.signal));
+    await sleep(0);
+    expect(calls).toHaveLength(1);
+    announceAbort(quitter, new Error("gave up"));
+    const abandoned = (await a) as Abandoned;
+    expect(abandoned).toBeInstanceOf(Abandoned);
+    expect(abandoned.reason).toEqual(new Error("gave up"));
+    expect(calls[0].signal.aborted).toBe(false);
+    let over = false;
+    void abandoned.landed.then(() => (over = true));
+    await sleep(0);
+    expect(over).toBe(false);
+    answer();
+    expect(await b).toEqual({ value: "reply:b" });
+    await abandoned.landed;
+    // Once the request is over, the signals are no longer followed: a later abort tells nobody.
+    announceAbort(stays, new Error("late"));
+  });
+
+  it("cuts the pipeline request when every member stopped, announcing and plain signals mixed", async () => {
+    const { transport, calls } = held();
+    const send = batching(transport);
+    const own = announcingController();
+    const caller = new AbortController();
+    const replies = [settled(send("own", own.signal)), settled(send("caller", caller.signal))];
+    await sleep(0);
+    announceAbort(own, new Error("first"));
+    expect(calls[0].signal.aborted).toBe(false);
+    caller.abort(new Error("second"));
+    expect(calls[0].signal.aborted).toBe(true);
+    const [first, second] = (await Promise.all(replies)) as { error: unknown }[];
+    expect(first.error).toBeInstanceOf(Abandoned);
+    expect(second).toEqual({ error: new Error("second") });
   });
 });

@@ -1,11 +1,12 @@
-// Review 22: the per-isolate cache of env-built Redlocks is replaced by a full Redlock when readWrite() needs one
-// while redlock() requests hold locks taken by the cached RedlockMutex. Probes that no two holders exist and that
-// nothing is left on the nodes once every middleware is done.
+// The middlewares build their Redlock from the environment once per isolate and keep it; when readWrite() needs the
+// full Redlock while redlock() requests hold locks taken by the cached RedlockMutex, the cache entry is replaced and
+// the locks already held stay held: extended by the old instance, excluding the new one, and released clean.
+// A file of its own: the cache lives for the test file's module graph.
 import { Hono } from "hono";
 import { expect, it } from "vitest";
-import { envNames, Redlock } from "../../src/index.ts";
-import { readWrite, redlock } from "../../src/hono/index.ts";
-import { settle, useCluster } from "./fixture.ts";
+import { envNames, Redlock } from "../../../src/index.ts";
+import { readWrite, redlock } from "../../../src/hono/index.ts";
+import { settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 

@@ -1,13 +1,12 @@
-// From the adversarial review of issues 10 and 11 (issue 10): pipeline replies of the wrong shape, fuzzed at the fetch level through the real
-// @upstash/redis client the library builds. Two acquisitions in one turn go out as one /pipeline request
-// per node. A member counts as granted on a node only when the reply is a 2xx JSON array with one entry per
-// command and ITS entry is exactly the success reply ({"result":[1]}, no error) — the rule the plain-request
-// path applies (@upstash/redis throws on any truthy `error`). Every later request (NOSCRIPT fallbacks,
-// cleanups) is answered HTTP 500.
-// Fixed: any truthy `error` in a pipeline entry is an error (src/node/upstash.ts toOutcomes). These tests assert the fix.
+// Pipeline replies of the wrong shape, fuzzed at the fetch level through the real @upstash/redis client the library
+// builds. Two acquisitions in one turn go out as one /pipeline request per node. A member counts as granted on a node
+// only when the reply is a 2xx JSON array with one entry per command and ITS entry is exactly the success reply
+// ({"result":[1]}, no error) — the rule the plain-request path applies (@upstash/redis throws on any truthy `error`):
+// any truthy `error` in a pipeline entry is an error (src/node/upstash.ts toOutcomes). Every later request (NOSCRIPT
+// fallbacks, cleanups) is answered HTTP 500.
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { LockAcquisitionError, Redlock } from "../../src/index.ts";
+import { LockAcquisitionError, Redlock } from "../../../src/index.ts";
 
 const entryArb = fc.oneof(
   { weight: 5, arbitrary: fc.constant<unknown>({ result: [1] }) },
@@ -15,8 +14,20 @@ const entryArb = fc.oneof(
   {
     weight: 3,
     arbitrary: fc.constantFrom<unknown>(
-      { result: [1], error: "ERR boom" }, { result: [1], error: true }, { result: [1], error: 1 }, { result: [1], error: {} },
-      { error: "NOSCRIPT No matching script" }, { result: [0, 5] }, { result: ["1"] }, { result: [1, 1] }, { result: 1 }, {}, null, 1, [1], "OK",
+      { result: [1], error: "ERR boom" },
+      { result: [1], error: true },
+      { result: [1], error: 1 },
+      { result: [1], error: {} },
+      { error: "NOSCRIPT No matching script" },
+      { result: [0, 5] },
+      { result: ["1"] },
+      { result: [1, 1] },
+      { result: 1 },
+      {},
+      null,
+      1,
+      [1],
+      "OK",
     ),
   },
   { weight: 1, arbitrary: fc.jsonValue() },
@@ -25,9 +36,18 @@ const bodyArb = fc.oneof(
   { weight: 6, arbitrary: fc.tuple(entryArb, entryArb).map((entries) => JSON.stringify(entries)) },
   { weight: 1, arbitrary: fc.array(entryArb, { maxLength: 4 }).map((entries) => JSON.stringify(entries)) },
   { weight: 1, arbitrary: fc.jsonValue().map((v) => JSON.stringify(v)) },
-  { weight: 1, arbitrary: fc.constantFrom('{"result":[[1],[1]]}', "<html>502</html>", "", '[{"result":[1]},{"result":[1]}') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom('{"result":[[1],[1]]}', "<html>502</html>", "", '[{"result":[1]},{"result":[1]}'),
+  },
 );
-const replyArb = fc.record({ status: fc.oneof({ weight: 5, arbitrary: fc.constant(200) }, { weight: 1, arbitrary: fc.constantFrom(400, 500, 503) }), body: bodyArb });
+const replyArb = fc.record({
+  status: fc.oneof(
+    { weight: 5, arbitrary: fc.constant(200) },
+    { weight: 1, arbitrary: fc.constantFrom(400, 500, 503) },
+  ),
+  body: bodyArb,
+});
 
 /** Whether member `i` of a 2-command pipeline got exactly the success reply. */
 function grants(reply: { status: number; body: string }, i: number): boolean {
@@ -38,8 +58,15 @@ function grants(reply: { status: number; body: string }, i: number): boolean {
     // A null entry makes @upstash/redis throw for the whole reply: every member an error (conservative, fine).
     if (parsed.some((entry) => entry === null)) return false;
     const entry = parsed[i] as { result?: unknown; error?: unknown } | null;
-    return typeof entry === "object" && entry !== null && !Array.isArray(entry) && !entry.error &&
-      Array.isArray(entry.result) && entry.result.length === 1 && entry.result[0] === 1;
+    return (
+      typeof entry === "object" &&
+      entry !== null &&
+      !Array.isArray(entry) &&
+      !entry.error &&
+      Array.isArray(entry.result) &&
+      entry.result.length === 1 &&
+      entry.result[0] === 1
+    );
   } catch {
     return false;
   }
@@ -49,7 +76,10 @@ afterEach(() => vi.unstubAllGlobals());
 
 describe("fuzzed pipeline replies (fast-check)", () => {
   it("each member is held exactly when a quorum answered ITS entry with the exact success reply", async () => {
-    const nodes = Array.from({ length: 5 }, (_, i) => ({ url: `https://node${i}.pipe.test`, token: "pipe-token-secret" }));
+    const nodes = Array.from({ length: 5 }, (_, i) => ({
+      url: `https://node${i}.pipe.test`,
+      token: "pipe-token-secret",
+    }));
     let shown = false;
     await fc.assert(
       fc.asyncProperty(fc.array(replyArb, { minLength: 5, maxLength: 5 }), async (replies) => {
@@ -65,7 +95,12 @@ describe("fuzzed pipeline replies (fast-check)", () => {
         });
         const redlock = new Redlock(nodes, { nodeTimeout: 100, retryCount: 0 });
         const outcomes = await Promise.all(
-          [0, 1].map((i) => redlock.acquire([`pipe:${i}`], 1_000).then(() => "acquired", (e: unknown) => (e instanceof LockAcquisitionError ? "refused" : String(e)))),
+          [0, 1].map((i) =>
+            redlock.acquire([`pipe:${i}`], 1_000).then(
+              () => "acquired",
+              (e: unknown) => (e instanceof LockAcquisitionError ? "refused" : String(e)),
+            ),
+          ),
         );
         expect(first.size).toBe(5); // both went out as one pipeline per node
         const expected = [0, 1].map((i) => (replies.filter((r) => grants(r, i)).length >= 3 ? "acquired" : "refused"));
@@ -82,15 +117,35 @@ describe("fuzzed pipeline replies (fast-check)", () => {
 
 describe("an entry that carries an error (not a string) and the success result", () => {
   it("is an error in a plain request and must be one in a pipeline too", async () => {
-    const nodes = Array.from({ length: 5 }, (_, i) => ({ url: `https://node${i}.pipe.test`, token: "pipe-token-secret" }));
+    const nodes = Array.from({ length: 5 }, (_, i) => ({
+      url: `https://node${i}.pipe.test`,
+      token: "pipe-token-secret",
+    }));
     vi.stubGlobal("fetch", async (input: string | URL | Request) => {
       const url = String(input instanceof Request ? input.url : input);
-      if (url.endsWith("/pipeline")) return new Response(JSON.stringify([{ result: [1], error: true }, { result: [1], error: { code: 1 } }]), { status: 200 });
+      if (url.endsWith("/pipeline"))
+        return new Response(
+          JSON.stringify([
+            { result: [1], error: true },
+            { result: [1], error: { code: 1 } },
+          ]),
+          { status: 200 },
+        );
       return new Response(JSON.stringify({ result: [1], error: true }), { status: 200 });
     });
     const redlock = new Redlock(nodes, { nodeTimeout: 100, retryCount: 0 });
-    const lone = await redlock.acquire(["lone"], 1_000).then(() => "acquired", () => "refused");
-    const batched = await Promise.all([0, 1].map((i) => redlock.acquire([`both:${i}`], 1_000).then(() => "acquired", () => "refused")));
+    const lone = await redlock.acquire(["lone"], 1_000).then(
+      () => "acquired",
+      () => "refused",
+    );
+    const batched = await Promise.all(
+      [0, 1].map((i) =>
+        redlock.acquire([`both:${i}`], 1_000).then(
+          () => "acquired",
+          () => "refused",
+        ),
+      ),
+    );
     console.log(`same entry {result:[1], error:<not a string>}: plain request → ${lone}; pipeline → ${batched}`);
     expect(lone).toBe("refused");
     expect(batched).toEqual(["refused", "refused"]);

@@ -1,0 +1,127 @@
+// A fair waiter leaves the line on every node: when it gives up, and when it is served and releases (also where a
+// node had refused and queued it). What lands late cannot keep a waiter in line or grant: an enqueue that lands after
+// the waiter left blocks that node for at most the lease, a grant that lands after the round was decided is released,
+// and a waiter that crashed mid-queue holds the line up for at most its lease.
+import { describe, expect, it } from "vitest";
+import { LockAcquisitionError, Redlock, type RedlockNode, type RedlockOptions } from "../../../src/index.ts";
+import { simCluster, type SimNode } from "../../sim/sim-node.ts";
+import { VirtualClock } from "../../sim/virtual-clock.ts";
+
+const Q = "edge-redlock:queue:k";
+
+function setup(options: RedlockOptions = {}) {
+  const clock = new VirtualClock();
+  const nodes = simCluster(clock);
+  const redlock = new Redlock(nodes, { clock, nodeTimeout: 100, ...options });
+  return { clock, nodes, redlock };
+}
+
+const waiters = (nodes: SimNode[], queue = Q) => nodes.map((n) => n.liveWaiters(queue).length);
+const hold = (nodes: SimNode[], key: string, ttl: number) => {
+  for (const n of nodes) n.set(key, "someone-else", ttl);
+};
+
+/** `nodes` as a client that can crash: from then on its requests never reach any node. */
+function crashable(nodes: SimNode[]): { nodes: RedlockNode[]; crash(): void } {
+  let crashed = false;
+  return {
+    nodes: nodes.map((sim) => ({
+      label: sim.label,
+      run: (script, keys, args, signal) =>
+        crashed
+          ? new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)))
+          : sim.run(script, keys, args, signal),
+    })),
+    crash: () => {
+      crashed = true;
+    },
+  };
+}
+
+describe("fair acquire: leaving the line, and what lands late", () => {
+  it("a waiter that gives up leaves the queue on every node", async () => {
+    const { clock, nodes, redlock } = setup();
+    hold(nodes, "k", 5_000);
+    const stop = new AbortController();
+    const waiting = redlock.acquire(["k"], 1_000, { signal: stop.signal }).catch(() => "gave up");
+    await clock.advance(50);
+    expect(waiters(nodes)).toEqual([1, 1, 1, 1, 1]);
+    stop.abort();
+    expect(await clock.run(waiting)).toBe("gave up");
+    await clock.drain();
+    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it("an enqueue that lands after the waiter left blocks that node for at most the lease, never grants", async () => {
+    const { clock, nodes, redlock } = setup({ nodeTimeout: 100 });
+    for (const n of nodes) n.deliverLate = true;
+    hold(nodes, "k", 500);
+    // Node 4 gets the waiter's second attempt very late: it lands after the waiter gave up and left.
+    nodes[4].latency = (r) =>
+      r.script === "fair-acquire" && nodes[4].requests.filter((q) => q.script === "fair-acquire").indexOf(r) === 1
+        ? 400
+        : 1;
+    const stop = new AbortController();
+    const waiting = redlock.acquire(["k"], 1_000, { signal: stop.signal }).catch(() => "gave up");
+    await clock.advance(30);
+    stop.abort();
+    expect(await clock.run(waiting)).toBe("gave up");
+    await clock.advance(420 - clock.now()); // the late enqueue has landed on node 4 now
+    const late = nodes[4].requests.filter((r) => r.script === "fair-acquire")[1];
+    const leftAt = nodes[4].requests.find((r) => r.script === "leave")?.ranAt ?? Infinity;
+    expect(late.ranAt).toBeGreaterThan(leftAt);
+    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 1]);
+    // Another client is served by the other four nodes once the holder is gone; node 4 refuses until the lease ends.
+    const other = new Redlock(nodes, { clock, nodeTimeout: 100 });
+    const lock = await clock.run(other.acquire(["k"], 5_000));
+    expect(clock.now()).toBeLessThan(late.ranAt! + 300);
+    await clock.advance(1);
+    expect(nodes.map((n) => n.get("k") === lock.value)).toEqual([true, true, true, true, false]);
+    expect(nodes[4].get("k")).toBeUndefined(); // the late enqueue never granted anything
+    await clock.advance(late.ranAt! + 300 - clock.now());
+    await clock.run(lock.release()); // it leaves node 4's queue too, where it had been refused and queued
+    await clock.drain();
+    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it("a grant that lands after the round was decided is released (fair-acquire stragglers, leave included)", async () => {
+    const { clock, nodes, redlock } = setup({ nodeTimeout: 100 });
+    for (const n of nodes) n.deliverLate = true;
+    hold(nodes.slice(0, 3), "k", 5_000);
+    nodes[4].latency = 300; // its grant lands after the round (decided by three refusals) and after the give-up
+    const error = await clock.run(redlock.acquire(["k"], 1_000, { retryCount: 0 })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockAcquisitionError);
+    await clock.drain();
+    expect(nodes[4].get("k")).toBeUndefined();
+    expect(nodes[4].requests.map((r) => r.script)).toEqual(["fair-acquire", "release"]);
+  });
+
+  it("a waiter that crashed mid-queue holds the line up for at most its lease (300 ms)", async () => {
+    const { clock, nodes } = setup();
+    hold(nodes, "k", 5_000);
+    const a = crashable(nodes);
+    void new Redlock(a.nodes, { clock, nodeTimeout: 100 }).acquire(["k"], 1_000).catch(() => {});
+    await clock.advance(20);
+    const b = new Redlock(nodes, { clock, nodeTimeout: 100 }).acquire(["k"], 1_000);
+    await clock.advance(20);
+    a.crash();
+    await clock.advance(5); // its last requests (latency 1) have landed: it is a waiter, not a holder
+    const freedAt = clock.now();
+    for (const n of nodes) n.set("k", "", -1); // the holder releases
+    const lock = await clock.run(b);
+    expect(clock.now() - freedAt).toBeLessThanOrEqual(300 + 40 + 10);
+    expect(clock.now() - freedAt).toBeGreaterThan(100); // it did wait for the dead waiter's lease: the order held
+    await clock.run(lock.release());
+  });
+
+  it("a released fair lock leaves its ticket nowhere, even where a node had denied and queued it", async () => {
+    const { clock, nodes, redlock } = setup();
+    nodes[4].set("k", "someone-else", 60);
+    const lock = await clock.run(redlock.acquire(["k"], 1_000));
+    await clock.advance(0);
+    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 1]);
+    await clock.run(lock.release());
+    await clock.drain();
+    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
+  });
+});
