@@ -87,7 +87,8 @@ interface Failed {
  * Acquires what `strategy` describes: each attempt draws a fresh value, sends the script to every node at once
  * (decided as soon as a quorum granted or no longer can), and holds iff a quorum granted with validity left. A
  * failed attempt is undone on every node it may have reached, then retried after the wait the line gives (or
- * `retryDelay ± retryJitter`), until held or out of retries, `maxWait` or the signal. Events go to the Redlock's `onEvent`.
+ * `retryDelay ± retryJitter`), until held or out of retries, `maxWait` or the signal. Events go to the
+ * Redlock's `onEvent`.
  * @throws {LockAcquisitionError} with every attempt's tally when none held.
  * @example
  * ```ts

@@ -36,7 +36,8 @@ export {
   type FailureReason,
 } from "../errors.ts";
 export { MissingConfigurationError, envNames, nodesFromEnv, type EnvOptions } from "../node/env.ts";
-export type { NodeConfig, RedlockNode, ScriptClient } from "../node/node.ts";
+export type { NodeConfig, PubSubSubscriber, RedlockNode, ScriptClient } from "../node/node.ts";
+export type { Subscription } from "../node/subscribe.ts";
 export type { Script } from "../scripts/script.ts";
 export type { NodeVote, Vote } from "../scripts/vote.ts";
 export { upstashNode, type UpstashNodeOptions } from "../node/upstash.ts";

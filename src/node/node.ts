@@ -77,7 +77,9 @@ export interface ScriptClient {
  * ```
  */
 export interface PubSubSubscriber {
+  /** Listens to an event of the subscriber: `subscribe` (confirmed), `message`, `error`. */
   // biome-ignore lint/suspicious/noExplicitAny: the client's listener types differ per event
   on(type: string, listener: (data: any) => void): void;
+  /** Ends the subscriptions (and aborts their streams). */
   unsubscribe(channels?: string[]): Promise<void>;
 }
