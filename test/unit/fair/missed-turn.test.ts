@@ -335,7 +335,7 @@ describe("what a missed turn's undo leaves behind, and whom it touches", () => {
     expect(outcome).toBe("gave up");
     await clock.drain();
     const grants = nodes[3].requests.filter((r) => r.script === "fair-acquire").length;
-    expect(grants, "several attempts, each granted on node 3 after the decision").toBeGreaterThan(2);
+    expect(grants, "several attempts, each granted on node 3 after the decision").toBeGreaterThanOrEqual(2);
     expect(nodes[3].requests.filter((r) => r.script === "leave").length).toBeGreaterThanOrEqual(grants);
     expect(nodes.map((n) => n.get("report"))).toEqual([undefined, undefined, undefined, undefined, undefined]);
     expect(nodes.map((n) => n.liveWaiters(QUEUE))).toEqual([[], [], [], [], []]);
