@@ -29,7 +29,7 @@ function sh(line: string): string {
 
 /** The shell lines of the README's demo section, each with the answer written after `#` (if any). */
 function readmeLines(): { line: string; expected?: string }[] {
-  const readme = readFileSync(join(repo, "README.md"), "utf8");
+  const readme = readFileSync(join(repo, "docs/demo.md"), "utf8");
   const section = readme.slice(readme.indexOf("## The demo worker"), readme.indexOf("### Deploying it"));
   const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
   return blocks.flatMap((block) =>
