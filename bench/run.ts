@@ -2,7 +2,7 @@
 // local five-node cluster, in one run: healthy (with an A/B against the library at a baseline ref,
 // bench/previous.ts), slow-minority, hung-node, contention, throughput (with a batched floor), many-locks and wan;
 // then the targets judged on this run's figures.
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { Redis as IORedis } from "ioredis";
 import { spawnCluster } from "../dev/cluster-process.ts";
@@ -526,10 +526,15 @@ process.stdout.write(
 if (only) {
   process.stdout.write(`--only: bench/results.json left as it was (${seconds} s)\n`);
 } else {
+  // The figures of `npm run bench:waiting` (its own key) stay as that run wrote them.
+  const kept = existsSync("bench/results.json")
+    ? { waiting: (JSON.parse(readFileSync("bench/results.json", "utf8")) as { waiting?: unknown }).waiting }
+    : {};
   writeFileSync(
     "bench/results.json",
     `${JSON.stringify(
       {
+        ...kept,
         machine,
         date: new Date().toISOString(),
         quick,
