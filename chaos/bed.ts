@@ -102,6 +102,12 @@ export class Bed {
         await sleep(duration);
         bridge.setFaults({ status: null });
         return;
+      case "drop-wakeups":
+        // The node's Pub/Sub messages are lost meanwhile: waiters must be served by their fallback.
+        bridge.setFaults({ dropMessages: 1_000_000 });
+        await sleep(duration);
+        bridge.setFaults({ dropMessages: 0 });
+        return;
       case "garbage": {
         const kinds = ["html", "text", "json-shape", "truncated", "empty"] as const;
         bridge.setFaults({ garbage: kinds[Math.floor(random() * kinds.length)] });

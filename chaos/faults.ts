@@ -46,6 +46,7 @@ const KINDS: [PlannedKind, number][] = [
   ["http-500", 1],
   ["http-503", 1],
   ["garbage", 1],
+  ["drop-wakeups", 2],
   ["client-stall", 2],
   ["partition-split", 1],
   ["partition-minority", 1],

@@ -75,6 +75,7 @@ export type FaultKind =
   | "http-500"
   | "http-503"
   | "garbage"
+  | "drop-wakeups"
   | "client-stall"
   | "partition-split"
   | "partition-minority"

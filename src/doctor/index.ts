@@ -8,6 +8,7 @@ import { systemClock } from "../support/clock.ts";
 import { randomValue } from "../support/random.ts";
 import { PROBE_PREFIX, caller, inspect, measure, probesAndScripts } from "./probes.ts";
 import { trialLock } from "./trial.ts";
+import { checkWakeups } from "./wakeups.ts";
 import type { DoctorOptions, DoctorReport, NodeHealth } from "./types.ts";
 import { judge } from "./verdict.ts";
 
@@ -64,6 +65,13 @@ export async function checkNodes(nodes: readonly NodeConfig[], options: DoctorOp
       const found = await inspect(calls[i], probeKeys[i], run);
       Object.assign(health[i], found.health);
       if (found.probed) probed.add(i);
+    }),
+  );
+
+  // 2b. Wakeups: a subscription on each node, and a message published to it.
+  await Promise.all(
+    reachable.map(async (i) => {
+      health[i].wakeups = await checkWakeups(nodes[i], calls[i], `${PROBE_PREFIX}wake:${run}:${i}`, o.timeout);
     }),
   );
 

@@ -20,10 +20,6 @@ const LOCK_SCRIPTS = trialScripts();
  * `samples` + 1 TIME requests, one after another: the first (it opens the connection) apart, p50 and p99
  * of the rest, and the clock offset from the fastest. Any failed request makes the node unreachable:
  * a node that fails one request in a handful is not one to lock on.
- * @example
- * ```ts
- * Object.assign(health, await measure(call, 4));
- * ```
  */
 export async function measure(call: Call, samples: number): Promise<Partial<NodeHealth>> {
   const taken: { ms: number; offset: number }[] = [];
@@ -62,10 +58,6 @@ export async function measure(call: Call, samples: number): Promise<Partial<Node
  * (each must answer the SHA the library computes), a plain EVAL, the same EVAL with Upstash's
  * key-locking flag (accepted, or the library falls back to the loaded scripts), INFO memory (eviction),
  * and SET of this node's probe key. `probed` says whether the probe was written.
- * @example
- * ```ts
- * const { health, probed } = await inspect(call, probeKey, run);
- * ```
  */
 export async function inspect(
   call: Call,
@@ -116,10 +108,6 @@ export async function inspect(
  * node (the flagged form where `flagged`, as the library would), all in one pipeline. Resolves with the
  * indexes of the probes found, its own excepted (each is a node that is this same database), and what
  * went wrong with the scripts, if anything.
- * @example
- * ```ts
- * const { twins, scriptError } = await probesAndScripts(call, keys, run, 0, true);
- * ```
  */
 export async function probesAndScripts(
   call: Call,

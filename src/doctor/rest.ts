@@ -13,10 +13,6 @@ export type Call = (command: unknown[], path?: string) => Promise<Reply>;
 
 /**
  * A {@link Call} to `node`, each request bounded by `timeout` ms and cut when `signal` aborts.
- * @example
- * ```ts
- * const reply = await caller(node, 3_000)(["TIME"]);
- * ```
  */
 export function caller(node: NodeConfig, timeout: number, signal?: AbortSignal): Call {
   return (command, path = "") => rest(node, command, path, timeout, signal);

@@ -45,11 +45,24 @@ export interface ScriptTrial {
   expect: "granted" | "denied";
 }
 
-/** A fair acquire's arguments: value, ttl, one resource, the waiter's ticket, its lease, and join the queue. */
-const fair = (ticket: string) => (v: string, ttl: string) => [v, ttl, "1", ticket, ttl, "1"];
+/**
+ * The trial's `n`-th ticket in the line's form: this host's epoch ms (16 digits), `n` (16 hex digits: the order of
+ * the trial's waiters), a claim window of 200 ms. Taken when the trials run, so it is in step with a node whose
+ * clock agrees with this host's; where it is not, the scripts refuse it as they refuse any ticket out of step.
+ */
+let epoch: { value: string; ms: number } | undefined;
+const ticket = (n: number, value: string) => {
+  // One time for every ticket of one run (the trials share the run's lock value).
+  const root = value.replace(/-(?:other|w)$/, "");
+  if (epoch?.value !== root) epoch = { value: root, ms: Date.now() };
+  return `${String(epoch.ms).padStart(16, "0")}${n.toString(16).padStart(16, "0")}00200`;
+};
 
-/** A read-write acquire's arguments: value, ttl, the queue member (ticket and `r` or `w`), its lease, join. */
-const rw = (member: string) => (v: string, ttl: string) => [v, ttl, member, ttl, "1"];
+/** A fair acquire's arguments: value, ttl, one resource, the waiter's ticket, its entry's life, join, the age. */
+const fair = (n: number) => (v: string, ttl: string) => [v, ttl, "1", ticket(n, v), ttl, "1", "0"];
+
+/** A read-write acquire's arguments: value, ttl, the line member (ticket and `r` or `w`), its life, join, age. */
+const rw = (n: number, kind: "r" | "w") => (v: string, ttl: string) => [v, ttl, ticket(n, v) + kind, ttl, "1", "0"];
 
 /**
  * The runs, in order: each may rely on the ones before it on the same node (one pipeline, members in
@@ -66,50 +79,62 @@ export const SCRIPT_TRIALS: readonly ScriptTrial[] = [
   },
   { label: "extend", script: EXTEND, keys: (k) => [k.lock], args: (v, ttl) => [v, ttl], expect: "granted" },
   { label: "release", script: RELEASE, keys: (k) => [k.lock], args: (v) => [v], expect: "granted" },
-  { label: "fair acquire", script: FAIR_ACQUIRE, keys: (k) => [k.lock, k.queue], args: fair("1"), expect: "granted" },
+  { label: "fair acquire", script: FAIR_ACQUIRE, keys: (k) => [k.lock, k.queue], args: fair(1), expect: "granted" },
   {
     label: "fair acquire (held: joins the queue)",
     script: FAIR_ACQUIRE,
     keys: (k) => [k.lock, k.queue],
-    args: (v, ttl) => fair("2")(`${v}-other`, ttl),
+    args: (v, ttl) => fair(2)(`${v}-other`, ttl),
     expect: "denied",
   },
-  { label: "leave", script: LEAVE, keys: (k) => [k.lock, k.queue], args: (v) => [v, "1"], expect: "granted" },
+  { label: "leave", script: LEAVE, keys: (k) => [k.lock, k.queue], args: (v) => [v, ticket(1, v)], expect: "granted" },
   {
     label: "fenced fair acquire",
     script: FENCED_FAIR_ACQUIRE,
     keys: (k) => [k.lock, k.queue, k.fence],
-    args: fair("2"),
+    args: fair(2),
     expect: "granted",
   },
-  { label: "leave (fenced)", script: LEAVE, keys: (k) => [k.lock, k.queue], args: (v) => [v, "2"], expect: "granted" },
+  {
+    label: "leave (fenced)",
+    script: LEAVE,
+    keys: (k) => [k.lock, k.queue],
+    args: (v) => [v, ticket(2, v)],
+    expect: "granted",
+  },
   {
     label: "fair acquire (again)",
     script: FAIR_ACQUIRE,
     keys: (k) => [k.lock, k.queue],
-    args: fair("3"),
+    args: fair(3),
     expect: "granted",
   },
   {
     label: "requeue",
     script: REQUEUE,
     keys: (k) => [k.lock, k.queue],
-    args: (v, ttl) => [v, "3", ttl],
+    args: (v, ttl) => [v, ticket(3, v), ttl],
     expect: "granted",
   },
   {
     label: "fair acquire (the requeued waiter ahead)",
     script: FAIR_ACQUIRE,
     keys: (k) => [k.lock, k.queue],
-    args: (v, ttl) => fair("4")(`${v}-other`, ttl),
+    args: (v, ttl) => fair(4)(`${v}-other`, ttl),
     expect: "denied",
   },
-  { label: "leave (requeued)", script: LEAVE, keys: (k) => [k.lock, k.queue], args: (v) => [v, "3"], expect: "denied" },
+  {
+    label: "leave (requeued)",
+    script: LEAVE,
+    keys: (k) => [k.lock, k.queue],
+    args: (v) => [v, ticket(3, v)],
+    expect: "denied",
+  },
   {
     label: "leave (the other)",
     script: LEAVE,
     keys: (k) => [k.lock, k.queue],
-    args: (v) => [`${v}-other`, "4"],
+    args: (v) => [`${v}-other`, ticket(4, v)],
     expect: "denied",
   },
   {
@@ -131,7 +156,7 @@ export const SCRIPT_TRIALS: readonly ScriptTrial[] = [
     label: "fair semaphore acquire",
     script: FAIR_SEMAPHORE_ACQUIRE,
     keys: (k) => [k.slot1, k.slot2, k.slotQueue],
-    args: (v, ttl) => [v, ttl, "2", "1", ttl, "1"],
+    args: (v, ttl) => [v, ttl, "2", ticket(1, v), ttl, "1", "0"],
     expect: "granted",
   },
   { label: "inspect", script: INSPECT, keys: (k) => [k.lock, k.slot1], args: () => [], expect: "granted" },
@@ -139,7 +164,7 @@ export const SCRIPT_TRIALS: readonly ScriptTrial[] = [
     label: "read acquire",
     script: RW_READ_ACQUIRE,
     keys: (k) => [k.writer, k.readers, k.rwQueue],
-    args: rw("1r"),
+    args: rw(1, "r"),
     expect: "granted",
   },
   {
@@ -153,21 +178,21 @@ export const SCRIPT_TRIALS: readonly ScriptTrial[] = [
     label: "write acquire (a reader holds: joins the queue)",
     script: RW_WRITE_ACQUIRE,
     keys: (k) => [k.writer, k.readers, k.rwQueue],
-    args: (v, ttl) => rw("2w")(`${v}-w`, ttl),
+    args: (v, ttl) => rw(2, "w")(`${v}-w`, ttl),
     expect: "denied",
   },
   {
     label: "read release",
     script: RW_READ_RELEASE,
     keys: (k) => [k.readers, k.rwQueue],
-    args: (v) => [v, "1r"],
+    args: (v) => [v, `${ticket(1, v)}r`],
     expect: "granted",
   },
   {
     label: "fenced write acquire",
     script: FENCED_RW_WRITE_ACQUIRE,
     keys: (k) => [k.writer, k.readers, k.rwQueue, k.fence],
-    args: (v, ttl) => rw("2w")(`${v}-w`, ttl),
+    args: (v, ttl) => rw(2, "w")(`${v}-w`, ttl),
     expect: "granted",
   },
   {
@@ -181,14 +206,14 @@ export const SCRIPT_TRIALS: readonly ScriptTrial[] = [
     label: "leave (writer)",
     script: LEAVE,
     keys: (k) => [k.writer, k.rwQueue],
-    args: (v) => [`${v}-w`, "2w"],
+    args: (v) => [`${v}-w`, `${ticket(2, v)}w`],
     expect: "granted",
   },
   {
     label: "read release, requeued (a waiting reader's undo)",
     script: RW_READ_RELEASE,
     keys: (k) => [k.readers, k.rwQueue],
-    args: (v) => [v, "3r", "300"],
+    args: (v) => [v, `${ticket(3, v)}r`, "300"],
     expect: "denied",
   },
   {
@@ -208,10 +233,6 @@ export const RESOURCE_SCRIPTS: readonly Script[] = [FENCED_WRITE, FENCED_READ];
 
 /**
  * The scripts of {@link SCRIPT_TRIALS}, each Lua source once (the fenced acquire is the acquire's Lua).
- * @example
- * ```ts
- * const loads = trialScripts().map((s) => ["SCRIPT", "LOAD", withoutKeyLocking(s.lua)]);
- * ```
  */
 export function trialScripts(): Script[] {
   const seen = new Set<string>();
@@ -220,10 +241,6 @@ export function trialScripts(): Script[] {
 
 /**
  * The trial keys under `prefix` (one node's probe key).
- * @example
- * ```ts
- * const keys = trialKeys(`${PROBE_PREFIX}${run}:0`);
- * ```
  */
 export function trialKeys(prefix: string): TrialKeys {
   const key = (name: string) => `${prefix}:script:${name}`;
@@ -243,10 +260,6 @@ export function trialKeys(prefix: string): TrialKeys {
 /**
  * The commands that run every trial (EVAL, with the key-locking flag where the node accepts it, as the
  * library sends it) and then delete the trial keys.
- * @example
- * ```ts
- * const commands = trialCommands(trialKeys(prefix), value, "60000", health.keyLocking === "accepted");
- * ```
  */
 export function trialCommands(keys: TrialKeys, value: string, ttl: string, flagged: boolean): string[][] {
   const runs = SCRIPT_TRIALS.map((t) => {
@@ -260,10 +273,6 @@ export function trialCommands(keys: TrialKeys, value: string, ttl: string, flagg
 /**
  * Judges the replies of {@link trialCommands} (each `{ result }` or `{ error }`): undefined when every
  * script gave the vote it should, else each run that did not, named, joined by "; ".
- * @example
- * ```ts
- * const failure = judgeTrials(parts); // "fenced acquire: ERR Write commands not allowed after non deterministic …"
- * ```
  */
 export function judgeTrials(parts: readonly { result?: unknown; error?: string }[]): string | undefined {
   const failures = SCRIPT_TRIALS.flatMap((trial, i) => {

@@ -4,6 +4,8 @@
  * Options of {@link checkNodes}.
  * @example
  * ```ts
+ * import { checkNodes } from "edge-redlock";
+ *
  * await checkNodes(nodes, { samples: 10, nodeTimeout: 300, labels: ["eu", "us-east", "us-west", "ap", "sa"] });
  * ```
  */
@@ -33,6 +35,9 @@ export interface DoctorOptions {
  * `fail` makes {@link DoctorReport.ok} false; `warn` does not.
  * @example
  * ```ts
+ * import { checkNodes } from "edge-redlock";
+ *
+ * const report = await checkNodes(nodes);
  * const worst = report.checks.some((c) => c.status === "fail") ? "fail" : "ok";
  * ```
  */
@@ -42,6 +47,9 @@ export type CheckStatus = "ok" | "warn" | "fail";
  * One line of the verdict.
  * @example
  * ```ts
+ * import { checkNodes } from "edge-redlock";
+ *
+ * const report = await checkNodes(nodes);
  * for (const c of report.checks) console.log(c.status, c.name, c.message);
  * ```
  */
@@ -56,6 +64,7 @@ export interface DoctorCheck {
     | "latency"
     | "clocks"
     | "eviction"
+    | "wakeups"
     | "lock";
   /** `fail` breaks locks, `warn` weakens them. */
   status: CheckStatus;
@@ -67,6 +76,9 @@ export interface DoctorCheck {
  * What was found out about one node. Errors are secret-free: no URL, no token.
  * @example
  * ```ts
+ * import { checkNodes } from "edge-redlock";
+ *
+ * const report = await checkNodes(nodes);
  * const twins = report.nodes.filter((n) => n.sameAs.length > 0).map((n) => n.label);
  * ```
  */
@@ -108,6 +120,11 @@ export interface NodeHealth {
   clockOffsetMs?: number;
   /** Half the round trip the clock offset was taken in, ms: the offset is off by at most this. */
   clockUncertaintyMs?: number;
+  /**
+   * Whether a Pub/Sub subscription is accepted and a message published to it arrives (`delivered`), or why not:
+   * waiters in line are woken this way, else they ask again when the holder's time is up.
+   */
+  wakeups?: string;
   /** `maxmemory-policy` as the node reports it; `null` when it does not say. */
   eviction?: string | null;
   /** Other nodes (indexes) on which this node's probe key appeared: the same database. */
@@ -118,6 +135,8 @@ export interface NodeHealth {
  * What {@link checkNodes} found: per node, per check, and a verdict.
  * @example
  * ```ts
+ * import { checkNodes } from "edge-redlock";
+ *
  * const report = await checkNodes(nodes);
  * if (!report.ok) console.error(report.verdict);
  * ```

@@ -187,20 +187,45 @@ const eviction: Check = ({ up }) => {
   return undefined;
 };
 
+const wakeups: Check = ({ up }) => {
+  const silent = up.filter((h) => h.wakeups !== undefined && h.wakeups !== "delivered");
+  if (silent.length > 0)
+    return result(
+      "wakeups",
+      "warn",
+      `${silent.map((h) => `${h.label}: ${h.wakeups}`).join("; ")}: waiters are not woken through ` +
+        `${silent.length === 1 ? "it" : "them"} and ask again when the holder's time is up`,
+    );
+  if (up.length > 0)
+    return result(
+      "wakeups",
+      "ok",
+      `a subscription is accepted and a publish delivered on ${plural(up.length, "node")}`,
+    );
+  return undefined;
+};
+
 const lock: Check = ({ trial }) => (trial ? result("lock", trial.acquired ? "ok" : "fail", trial.message) : undefined);
 
 /** Every check, in the order the report lists them. */
-const CHECKS: Check[] = [config, reachable, scripts, keyLocking, independence, latency, clocks, eviction, lock];
+const CHECKS: Check[] = [
+  config,
+  reachable,
+  scripts,
+  keyLocking,
+  independence,
+  latency,
+  clocks,
+  eviction,
+  wakeups,
+  lock,
+];
 
 /**
  * Turns the findings into checks and a verdict: `fail` for what breaks locks or the configuration
  * (a node unreachable or misconfigured, scripts that do not run, one database twice, no quorum within
  * nodeTimeout, a failed trial lock), `warn` for what weakens them (a slow node, clocks far apart,
  * eviction on), `ok` otherwise.
- * @example
- * ```ts
- * const report = judge(health, 3, { nodeTimeout: 500, ttl: 10_000, driftFactor: 0.01 }, written, trial);
- * ```
  */
 export function judge(
   health: NodeHealth[],

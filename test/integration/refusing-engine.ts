@@ -40,6 +40,20 @@ function rewrite(command: unknown): unknown {
  */
 export async function refusingEngine(target: string): Promise<{ url: string; stop(): Promise<void> }> {
   const server: Server = createServer(async (req, res) => {
+    const upstream = new AbortController();
+    res.on("close", () => upstream.abort());
+    try {
+      await forward(req, res, upstream.signal);
+    } catch {
+      if (!res.headersSent) res.writeHead(502);
+      res.end();
+    }
+  });
+  const forward = async (
+    req: import("node:http").IncomingMessage,
+    res: import("node:http").ServerResponse,
+    signal: AbortSignal,
+  ) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const path = req.url ?? "/";
@@ -50,14 +64,18 @@ export async function refusingEngine(target: string): Promise<{ url: string; sto
       const value = req.headers[name];
       if (typeof value === "string") headers[name] = value;
     }
+    if (typeof req.headers.accept === "string") headers.accept = req.headers.accept;
     const answer = await fetch(target.replace(/\/+$/, "") + path, {
       method: "POST",
       headers,
       body: JSON.stringify(sent),
+      signal,
     });
     res.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/json" });
-    res.end(await answer.text());
-  });
+    // Streamed through (a subscription's events arrive as they come).
+    if (answer.body) for await (const chunk of answer.body) res.write(chunk);
+    res.end();
+  };
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {

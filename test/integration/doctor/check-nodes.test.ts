@@ -42,6 +42,7 @@ describe("checkNodes", () => {
       ["latency", "ok"],
       ["clocks", "ok"],
       ["eviction", "ok"],
+      ["wakeups", "ok"],
       ["lock", "ok"],
     ]);
     for (const node of report.nodes) {
@@ -151,7 +152,7 @@ describe("checkNodes", () => {
     expect(await leftovers()).toEqual([]);
   });
 
-  it("fails the scripts check on a node whose engine refuses a write after TIME, naming the fenced acquires, where the trial lock passes", async () => {
+  it("fails the scripts check on a node whose engine refuses a write after TIME, naming every run that writes after TIME, where the trial lock passes", async () => {
     const engine = await refusingEngine(env.cluster.nodes[2].url);
     try {
       const nodes = configs();
@@ -160,12 +161,31 @@ describe("checkNodes", () => {
       expect(report.ok).toBe(false);
       expect(report.verdict).toBe("FAIL: scripts");
       expect(report.nodes.map((n) => n.scripts)).toEqual(["ok", "ok", "failed", "ok", "ok"]);
-      // Exactly the scripts that read TIME before a write (the fenced acquires) fail there; every other run passes.
-      const failed = report.nodes[2].scriptError!.split("; ").map((f) => f.slice(0, f.indexOf(":")));
-      expect(failed).toEqual(["fenced fair acquire", "fenced acquire", "fenced write acquire"]);
+      // Every script of the line reads the node's TIME before it writes, as the fenced acquires do: every run of them
+      // fails there (fair acquires, LEAVE, REQUEUE, the read-write scripts), and the read extend after them (its reader
+      // was never added there). Only the classic scripts' runs pass.
+      const failures = report.nodes[2].scriptError!.split("; ");
+      const labels = SCRIPT_TRIALS.map((t) => t.label);
+      const failed = labels.filter((label) => failures.some((f) => f.startsWith(`${label}: `)));
+      const classic = [
+        "acquire",
+        "acquire (held)",
+        "extend",
+        "release",
+        "fence",
+        "semaphore acquire",
+        "inspect",
+        "read-write inspect",
+        "release (lock and permits)",
+      ];
+      expect(failed).toEqual(labels.filter((label) => !classic.includes(label)));
+      expect(failures.length).toBe(failed.length);
+      for (const failure of failures.filter((f) => !f.startsWith("read extend: ")))
+        expect(failure).toContain(WRITE_AFTER_TIME_ERROR);
       expect(report.nodes[2].scriptError).toContain(`fenced acquire: ${WRITE_AFTER_TIME_ERROR}`);
+      expect(report.nodes[2].scriptError).toContain("read extend: denied where the script should have granted");
       expect(check(report, "scripts")!.message).toMatch(
-        /^node 3: fenced fair acquire: ERR Write commands not allowed after non deterministic commands/,
+        /^node 3: fair acquire: ERR Write commands not allowed after non deterministic commands/,
       );
       // What the doctor checked before: the scripts load and a plain lock works there; only the run of every script shows it.
       expect(check(report, "lock")).toMatchObject({ status: "ok" });

@@ -1,0 +1,43 @@
+// The doctor's wakeup check: does the node accept a Pub/Sub subscription and deliver a message published to it?
+import type { NodeConfig } from "../node/node.ts";
+import { sseSubscribe } from "../node/subscribe.ts";
+import { clip, errorText, redact } from "../support/redact.ts";
+import type { Call } from "./rest.ts";
+
+/**
+ * Subscribes to `channel` on `node`, publishes `payload` there with `call`, and says whether it arrived within
+ * `timeout` ms: `delivered`, or why not (the subscription was refused, or nothing arrived). Nothing of it outlives
+ * the check. Waiters on a node that fails it are served by their fallback: they ask again when the holder's time
+ * is up, or every `retryDelay` when no node wakes them.
+ */
+export async function checkWakeups(node: NodeConfig, call: Call, channel: string, timeout: number): Promise<string> {
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(new DOMException("no answer in time", "TimeoutError")), timeout);
+  const payload = `doctor ${channel.slice(-8)}`;
+  let arrived!: () => void;
+  const delivered = new Promise<void>((resolve) => {
+    arrived = resolve;
+  });
+  try {
+    await sseSubscribe(node.url, node.token, channel, (message) => message === payload && arrived(), stop.signal);
+  } catch (error) {
+    clearTimeout(timer);
+    stop.abort();
+    const why = stop.signal.aborted
+      ? "no confirmation in time"
+      : clip(redact(errorText(error), [node.url, node.token]));
+    return `the subscription failed (${why})`;
+  }
+  try {
+    const published = await call(["publish", channel, payload]);
+    if (!published.ok) return `PUBLISH failed (${published.error})`;
+    const ended = new Promise<void>((resolve) =>
+      stop.signal.addEventListener("abort", () => resolve(), { once: true }),
+    );
+    await Promise.race([delivered, ended]);
+    return stop.signal.aborted ? "nothing was delivered" : "delivered";
+  } finally {
+    clearTimeout(timer);
+    stop.abort();
+  }
+}
