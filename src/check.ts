@@ -57,7 +57,7 @@ export function checkRetryPolicy(
   // One try never enqueues: there is no later attempt to be served by. maxWait, when given, decides.
   const retries = maxWait !== undefined ? maxWait > 0 : policy.retryCount !== 0;
   const fair = (options.fair ?? defaults.fair ?? true) && retries;
-  return { ...policy, maxWait, signal, fair, maxRequests: options.maxRequests };
+  return { ...policy, maxWait, signal, joins: retries, fair, maxRequests: options.maxRequests };
 }
 
 /** Checks retry settings (also used for per-call overrides). */

@@ -25,6 +25,8 @@ export class RedlockError extends Error {
  * A bad argument or option, thrown before any request is sent.
  * @example
  * ```ts
+ * import { Redlock } from "edge-redlock";
+ *
  * new Redlock([]); // throws InvalidArgumentError: nodes must hold at least one node
  * ```
  */
@@ -46,7 +48,12 @@ export class InvalidArgumentError extends RedlockError {
  * One round as it stood when it was decided.
  * @example
  * ```ts
- * const { granted, denied, errors, validityMs } = error.attempts.at(-1)!;
+ * try {
+ *   await redlock.acquire(["k"], 5_000);
+ * } catch (error) {
+ *   if (!(error instanceof LockAcquisitionError)) throw error;
+ *   const { granted, denied, errors, validityMs } = error.attempts.at(-1)!;
+ * }
  * ```
  */
 export interface AttemptTally {
@@ -76,7 +83,10 @@ export interface AttemptTally {
  * `released` — (extension only) `release()` was called before the extension completed.
  * @example
  * ```ts
- * if (error.reason === "held") return new Response("busy", { status: 423 });
+ * function refusal(error: LockAcquisitionError): Response {
+ *   if (error.reason === "held") return new Response("busy", { status: 423 });
+ *   return new Response("unavailable", { status: 503 });
+ * }
  * ```
  */
 export type FailureReason = "held" | "unreachable" | "expired" | "lost" | "released" | "budget";
@@ -143,7 +153,8 @@ export class LockAcquisitionError extends RedlockError {
  * The lock could not be extended: treat it as lost and stop acting on it.
  * @example
  * ```ts
- * try { await lock.extend(5_000); } catch (e) { if (e instanceof LockExtensionError) abortWork(); }
+ * const work = new AbortController(); // what acts under the lock follows work.signal
+ * try { await lock.extend(5_000); } catch (e) { if (e instanceof LockExtensionError) work.abort(e); }
  * ```
  */
 export class LockExtensionError extends RedlockError {
@@ -239,10 +250,6 @@ function extensionMessage(
 /**
  * @internal Names the nodes in `error`'s message by `labels` (a Redlock's nodes, in order), and says how
  * long the acquisition waited. Returns the error.
- * @example
- * ```ts
- * throw nameNodes(error, redlock.nodes.map((n) => n.label), elapsed);
- * ```
  */
 export function nameNodes<E extends LockAcquisitionError | LockExtensionError>(
   error: E,
@@ -301,7 +308,17 @@ function holderPttl(tally: AttemptTally | undefined): number | undefined {
  * under way is still covered.
  * @example
  * ```ts
- * if (c.var.lock.signal.reason instanceof ResponseAbandonedError) return; // nobody reads any more
+ * import { redlock } from "edge-redlock/hono";
+ * import { streamText } from "hono/streaming";
+ *
+ * app.get("/export", redlock("export"), (c) =>
+ *   streamText(c, async (out) => {
+ *     for (const line of ["a", "b", "c"]) {
+ *       if (c.var.lock.signal.reason instanceof ResponseAbandonedError) return; // nobody reads any more
+ *       await out.writeln(line);
+ *     }
+ *   }),
+ * );
  * ```
  */
 export class ResponseAbandonedError extends RedlockError {

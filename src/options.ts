@@ -6,6 +6,8 @@ import type { Clock } from "./support/clock.ts";
  * Options of a {@link Redlock}. Every field is optional; the defaults are listed here and in the README.
  * @example
  * ```ts
+ * import { Redlock } from "edge-redlock";
+ *
  * const redlock = new Redlock(nodes, { retryCount: 3, nodeTimeout: 300 });
  * ```
  */
@@ -39,8 +41,9 @@ export interface RedlockOptions {
    */
   warnings?: boolean;
   /**
-   * Wait in line: an acquisition that retries joins a wait queue per resource on every node and is served
-   * in order of its first attempt (docs/SAFETY.md, "Fair waiting"). `false`: retry at random, as before.
+   * How to wait in line. Every acquisition that retries joins a line per resource on every node and is served in
+   * order of its first attempt (docs/SAFETY.md, "Fair waiting"). `true`: it sleeps until woken (Pub/Sub) or until the
+   * holder's time is up. `false`: it retries every `retryDelay ± retryJitter`, which also keeps its place.
    * Default true.
    */
   fair?: boolean;
@@ -114,7 +117,9 @@ export interface RetryPolicy {
   /** Give up once the next attempt would start more than this many ms after the first. */
   maxWait?: number;
   signal?: AbortSignal;
-  /** Wait in the nodes' queues (only when the acquisition may retry: one try never enqueues). */
+  /** Join the line (an acquisition that may retry: one try respects the line but never joins it). */
+  joins: boolean;
+  /** Wait woken in line (`fair`, the default), rather than retry at random while keeping its place (`fair: false`). */
   fair: boolean;
   /** Cap on the requests the acquisition sends (see {@link AcquireOptions.maxRequests}). */
   maxRequests?: number;
@@ -134,12 +139,6 @@ export const DEFAULTS: Readonly<Omit<ResolvedOptions, "clock" | "onEvent">> = Ob
   warnings: true,
   fair: true,
 });
-
-/**
- * How long a waiter's queue entry lives after its latest attempt ran on a node (ms): a waiter that
- * vanished holds the queue up at most this long. Waits between a waiter's attempts stay well below it.
- */
-export const WAITER_LEASE_MS = 300;
 
 /** The longest ttl accepted (2^31 − 1 ms, the largest timer delay runtimes support). */
 export const MAX_TTL = 2 ** 31 - 1;

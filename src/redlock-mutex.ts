@@ -8,7 +8,7 @@ import { holdWhile } from "./lock/keeper.ts";
 import { Lifecycle } from "./lock/lifecycle.ts";
 import { Lock, type ReleaseResult } from "./lock/lock.ts";
 import { acquire, type LockStrategy, type Machinery, type Try } from "./lock/acquire.ts";
-import { Line, queueKey } from "./lock/line.ts";
+import { Line, lineKey, lineOptions } from "./lock/line.ts";
 import { nodesFromEnv, type EnvOptions } from "./node/env.ts";
 import { toNodes, type NodeInput } from "./node/input.ts";
 import type { RedlockNode } from "./node/node.ts";
@@ -21,7 +21,6 @@ import {
 } from "./options.ts";
 import { Rounds } from "./quorum/rounds.ts";
 import { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE } from "./scripts/fair-mutex.ts";
-import { ACQUIRE, FENCED_ACQUIRE } from "./scripts/lock.ts";
 
 let machinery: (redlock: RedlockMutex) => Machinery;
 
@@ -43,7 +42,8 @@ export function machineryOf(redlock: RedlockMutex): Machinery {
  * ```ts
  * import { Redlock } from "edge-redlock/mutex";
  *
- * const redlock = new Redlock([{ url, token }, ...fourMore]);
+ * declare function pay(orderId: number): Promise<void>; // your own work
+ * const redlock = new Redlock(nodes); // [{ url, token }, …]: five independent databases
  * const lock = await redlock.acquire(["orders:42"], 10_000);
  * try { await pay(42); } finally { await lock.release(); }
  * ```
@@ -94,7 +94,12 @@ export class RedlockMutex {
    * Throws {@link MissingConfigurationError} naming every missing variable.
    * @example
    * ```ts
-   * export default { fetch: (req, env) => Redlock.fromEnv(env).using(...) };
+   * import { Redlock } from "edge-redlock/mutex";
+   *
+   * export default {
+   *   fetch: (request: Request, env: Record<string, string>) =>
+   *     Redlock.fromEnv(env).using(["report"], 5_000, async () => new Response("done")),
+   * };
    * ```
    */
   static fromEnv(env: object, options?: RedlockOptions & EnvOptions): RedlockMutex {
@@ -122,11 +127,16 @@ export class RedlockMutex {
       throw new InvalidArgumentError("options.fencing", "must be a boolean");
     const fencing = options.fencing === true;
     const fenceKeys = fencing ? keys.map(fenceKey) : [];
-    // Fair by default: one ticket for the whole acquisition; the queue keys ride in the same request.
-    const line =
-      (options.fair ?? this.options.fair) !== false ? new Line(this.#rounds.clock, keys.map(queueKey)) : undefined;
-    const script = line ? (fencing ? FENCED_FAIR_ACQUIRE : FAIR_ACQUIRE) : fencing ? FENCED_ACQUIRE : ACQUIRE;
-    const roundKeys = [...keys, ...(line?.queues ?? []), ...fenceKeys];
+    // One ticket for the whole acquisition; the line keys ride in the same request.
+    const rounds = this.#rounds;
+    const line = new Line(
+      rounds.clock,
+      rounds.nodeClock,
+      keys.map(lineKey),
+      lineOptions(policy, this.options.nodeTimeout, undefined, rounds.slowRoundMs),
+    );
+    const script = fencing ? FENCED_FAIR_ACQUIRE : FAIR_ACQUIRE;
+    const roundKeys = [...keys, ...line.queues, ...fenceKeys];
     const attempt: Try = {
       script,
       keys: roundKeys,
@@ -155,10 +165,11 @@ export class RedlockMutex {
    * Resolves with the routine's value or rejects with its error.
    * @example
    * ```ts
+   * declare function summarize(day: string, options: { signal: AbortSignal }): Promise<void>; // your own work
    * const summary = await redlock.using(["report:daily"], 5_000, async (signal) => {
-   *   for (const chunk of work) {
+   *   for (const day of ["mon", "tue", "wed"]) {
    *     signal.throwIfAborted(); // the lock was lost
-   *     await process(chunk, { signal });
+   *     await summarize(day, { signal });
    *   }
    *   return "done";
    * }, { maxHold: 60_000 });

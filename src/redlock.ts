@@ -14,7 +14,8 @@ import { Semaphore } from "./semaphore/semaphore.ts";
  * `edge-redlock/mutex` instead, and bundles none of the three.
  * @example
  * ```ts
- * const redlock = new Redlock([{ url, token }, ...fourMore]);
+ * declare function pay(orderId: number): Promise<void>; // your own work
+ * const redlock = new Redlock(nodes); // [{ url, token }, …]: five independent databases
  * const lock = await redlock.acquire(["orders:42"], 10_000);
  * try { await pay(42); } finally { await lock.release(); }
  * ```
@@ -27,7 +28,10 @@ export class Redlock extends RedlockMutex {
    * Throws {@link MissingConfigurationError} naming every missing variable.
    * @example
    * ```ts
-   * export default { fetch: (req, env) => Redlock.fromEnv(env).using(...) };
+   * export default {
+   *   fetch: (request: Request, env: Record<string, string>) =>
+   *     Redlock.fromEnv(env).using(["report"], 5_000, async () => new Response("done")),
+   * };
    * ```
    */
   static override fromEnv(env: object, options?: RedlockOptions & EnvOptions): Redlock {
@@ -41,8 +45,9 @@ export class Redlock extends RedlockMutex {
    * @throws {InvalidArgumentError} for a bad key or limit.
    * @example
    * ```ts
+   * declare function upload(file: Blob, options: { signal: AbortSignal }): Promise<void>; // your own work
    * const uploads = redlock.semaphore("uploads", 3);
-   * await uploads.using(10_000, async (signal) => upload(file, { signal }));
+   * await uploads.using(10_000, async (signal) => upload(new Blob(["…"]), { signal }));
    * ```
    */
   semaphore(key: string, limit: number): Semaphore {
@@ -57,8 +62,8 @@ export class Redlock extends RedlockMutex {
    * @example
    * ```ts
    * const doc = redlock.readWriteLock("doc:7");
-   * const text = await doc.usingRead(5_000, async () => load("doc:7"));
-   * await doc.usingWrite(10_000, async (signal) => save("doc:7", edit(text), { signal }));
+   * const text = await doc.usingRead(5_000, async () => redis.get<string>("doc:7"));
+   * await doc.usingWrite(10_000, async () => redis.set("doc:7", `${text ?? ""} (edited)`));
    * ```
    */
   readWriteLock(key: string): ReadWriteLock {

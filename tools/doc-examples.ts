@@ -1,11 +1,12 @@
-// `node tools/doc-examples.ts [--all] [--no-prelude] [--prelude=<file.d.ts>] [--report=<file.md>]`: type-checks
-// the ```ts examples in the JSDoc of the package's entries (jsr.json's exports) and of every file of src/ they
-// import, with `deno check --doc-only`, as a reader would paste them: `edge-redlock/…` resolves to src/, and each
-// example sees the exports of its own file (deno's rule). An example that is not TypeScript at all (a value shown
-// as a literal) is reported as such and left out of the check, since one would stop deno's whole run.
+// `node tools/doc-examples.ts [--all] [--no-prelude] [--prelude=<file.d.ts>] [--report=<file.md>]` (part of
+// `npm run lint`): type-checks the ```ts examples in the JSDoc of the package's entries (jsr.json's exports, and
+// the npm package's ./testing) and of every file of src/ they import, with `deno check --doc-only`, as a reader
+// would paste them: `edge-redlock/…` resolves to src/, and each example sees the exports of its own file (deno's
+// rule). An example that is not TypeScript at all (a value shown as a literal) is reported as such and left out
+// of the check, since one would stop deno's whole run.
 // The prelude declares the placeholders examples use without defining (`env`, `redlock`, `url`…) as globals, so
 // an example's own declaration of the same name shadows it. Prints each failing example as file:line (the line
-// of its opening fence), whether its symbol is public, and why; exits 1 when any fails.
+// of its opening fence), whether its symbol is public, and why; exits 1 when any fails, 2 when deno cannot run.
 import { spawnSync } from "node:child_process";
 import { cpSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
@@ -18,17 +19,22 @@ const option = (name: string) => args.find((arg) => arg.startsWith(`--${name}=`)
 
 /** What examples may use without declaring it: the values a reader has at hand where the example runs. */
 const PRELUDE = `// The placeholders of the examples, as globals: an example's own declaration shadows them.
-declare const env: Record<string, string | undefined>;
+/** A Worker's bindings, as its \`Env\` interface types them. */
+declare const env: Record<string, string>;
+/** One database's REST URL and token. */
 declare const url: string;
 declare const token: string;
+/** The lock's nodes: five \`{ url, token }\`. */
 declare const nodes: import("edge-redlock").NodeConfig[];
 declare const redlock: import("edge-redlock").Redlock;
 declare const lock: import("edge-redlock").Lock;
 declare const semaphore: import("edge-redlock").Semaphore;
-declare const signal: AbortSignal;
-declare const ttl: number;
-declare const keys: string[];
+/** A lock's value (a script's ARGV[1]). */
 declare const value: string;
+declare const signal: AbortSignal;
+/** A Worker's ExecutionContext (its fetch handler's third argument). */
+declare const ctx: { waitUntil(promise: Promise<unknown>): void };
+/** An \`@upstash/redis\` client of the database that holds the data (or a node, for the scripts). */
 declare const redis: import("@upstash/redis").Redis;
 declare const app: import("hono").Hono<{ Bindings: Record<string, string | undefined> }>;
 declare const tracer: import("edge-redlock/otel").OtelTracer;
@@ -39,13 +45,12 @@ declare const metrics: { getMeter(name: string): import("edge-redlock/otel").Ote
 
 type Jsr = { exports: Record<string, string> };
 const jsr = JSON.parse(readFileSync(join(root, "jsr.json"), "utf8")) as Jsr;
-const entries = Object.values(jsr.exports).map((path) => normalize(path));
-/** The package's own names, as a reader imports them, mapped to the sources (./testing is npm's alone). */
+/** The package's entries: jsr.json's, and the npm package's Node-side ./testing (not on JSR). */
+const exported = { ...jsr.exports, "./testing": "./src/testing/index.ts" };
+const entries = Object.values(exported).map((path) => normalize(path));
+/** The package's own names, as a reader imports them, mapped to the sources. */
 const selfImports = Object.fromEntries(
-  Object.entries({ ...jsr.exports, "./testing": "./src/testing/index.ts" }).map(([name, path]) => [
-    `edge-redlock${name.slice(1)}`,
-    `./${normalize(path)}`,
-  ]),
+  Object.entries(exported).map(([name, path]) => [`edge-redlock${name.slice(1)}`, `./${normalize(path)}`]),
 );
 
 /** The files of src/ that `starts` import, transitively (relative imports only; dev/ is not src/). */

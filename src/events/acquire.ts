@@ -81,11 +81,6 @@ export class AcquireReport {
 
 /**
  * The report of one acquisition to `emit`, or undefined without one (then nothing is measured).
- * @example
- * ```ts
- * const report = acquireReport(emit, "lock", ["orders:42"], clock);
- * report?.retry(tally, 180);
- * ```
  */
 export function acquireReport(
   emit: Emit | undefined,

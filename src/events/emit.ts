@@ -7,11 +7,6 @@ export type Emit = (event: LockEvent) => void;
 /**
  * A safe caller of `handler`, or undefined without one. A handler that throws is reported once through
  * `console.error` (with the event's type, never its content) and keeps being called.
- * @example
- * ```ts
- * const emit = eventEmitter(options.onEvent);
- * emit?.({ type: "release", kind: "lock", resources: ["k"], released: 5, errors: 0, elapsedMs: 2 });
- * ```
  */
 export function eventEmitter(handler: EventHandler | undefined): Emit | undefined {
   if (handler === undefined) return undefined;

@@ -4,10 +4,6 @@ import type { NodeErrorKind, NodeTally } from "./types.ts";
 
 /**
  * The counts of a tally, with its errors by kind.
- * @example
- * ```ts
- * nodeTally(error.attempts[0]); // { granted: 0, denied: 3, errors: 0, errorKinds: {} }
- * ```
  */
 export function nodeTally(tally: Pick<AttemptTally, "granted" | "denied" | "errors" | "votes">): NodeTally {
   const errorKinds: NodeTally["errorKinds"] = {};

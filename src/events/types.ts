@@ -48,7 +48,9 @@ export interface EventBase {
  * An acquisition ended: `held`, or `failed` after its last attempt.
  * @example
  * ```ts
- * if (event.type === "acquire" && event.outcome === "held") console.log(event.attempts, event.elapsedMs);
+ * const onEvent = (event: LockEvent) => {
+ *   if (event.type === "acquire" && event.outcome === "held") console.log(event.attempts, event.elapsedMs);
+ * };
  * ```
  */
 export interface AcquireEvent extends EventBase {
@@ -72,7 +74,10 @@ export interface AcquireEvent extends EventBase {
  * An attempt failed and the acquisition waits before the next one.
  * @example
  * ```ts
- * if (event.type === "retry") waits.record(event.waitMs);
+ * const waits: number[] = [];
+ * const onEvent = (event: LockEvent) => {
+ *   if (event.type === "retry") waits.push(event.waitMs);
+ * };
  * ```
  */
 export interface RetryEvent extends EventBase {
@@ -94,7 +99,9 @@ export interface RetryEvent extends EventBase {
  * An extension ended: `extended`, or `failed` (the lock must then be treated as lost).
  * @example
  * ```ts
- * if (event.type === "extend" && event.outcome === "failed") alert(event.resources);
+ * const onEvent = (event: LockEvent) => {
+ *   if (event.type === "extend" && event.outcome === "failed") console.error("not extended", event.resources);
+ * };
  * ```
  */
 export interface ExtendEvent extends EventBase {
@@ -115,7 +122,9 @@ export interface ExtendEvent extends EventBase {
  * or its validity ran out first. `maxHold` reaching its cap is `max-hold`.
  * @example
  * ```ts
- * if (event.type === "lost") console.warn("lost", event.resources, event.reason);
+ * const onEvent = (event: LockEvent) => {
+ *   if (event.type === "lost") console.warn("lost", event.resources, event.reason);
+ * };
  * ```
  */
 export interface LostEvent extends EventBase {
@@ -129,7 +138,9 @@ export interface LostEvent extends EventBase {
  * A release was decided (a quorum answered); requests still out run on in the background.
  * @example
  * ```ts
- * if (event.type === "release" && event.errors > 0) console.warn("release errors", event.errors);
+ * const onEvent = (event: LockEvent) => {
+ *   if (event.type === "release" && event.errors > 0) console.warn("release errors", event.errors);
+ * };
  * ```
  */
 export interface ReleaseEvent extends EventBase {
@@ -148,6 +159,8 @@ export interface ReleaseEvent extends EventBase {
  * who knows it can release the lock).
  * @example
  * ```ts
+ * import { Redlock } from "edge-redlock";
+ *
  * const redlock = new Redlock(nodes, { onEvent: (event) => console.log(event.type, event.kind, event.resources) });
  * ```
  */

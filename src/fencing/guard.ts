@@ -23,7 +23,7 @@ export interface FencedWriteOptions {
  * @example
  * ```ts
  * const lock = await redlock.acquire(["invoice:7"], 10_000, { fencing: true });
- * const accepted = await fencedWrite(db, "invoice:7", JSON.stringify(invoice), lock.fence!);
+ * const accepted = await fencedWrite(redis, "invoice:7", JSON.stringify({ paid: true }), lock.fence!);
  * if (!accepted) throw new Error("a newer holder wrote first");
  * ```
  */
@@ -49,8 +49,8 @@ export async function fencedWrite(
  * @returns `{ accepted: false }` for a stale token, else `{ accepted: true, value }` (null when unset)
  * @example
  * ```ts
- * const read = await fencedRead(db, "counter", lock.fence!);
- * if (read.accepted) await fencedWrite(db, "counter", String(Number(read.value ?? 0) + 1), lock.fence!);
+ * const read = await fencedRead(redis, "counter", lock.fence!);
+ * if (read.accepted) await fencedWrite(redis, "counter", String(Number(read.value ?? 0) + 1), lock.fence!);
  * ```
  */
 export async function fencedRead(

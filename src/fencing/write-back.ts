@@ -8,10 +8,6 @@ import { maxFence } from "./tokens.ts";
  * After a fenced grant that holds: the token is the largest counter the granting nodes answered, and a second
  * round raises every counter to it where the caller still holds `keys` (docs/SAFETY.md, "Fencing tokens across
  * a quorum"). The lock is held only if this round holds too, validity still measured from the grant's start.
- * @example
- * ```ts
- * const { round, fence } = await writeBackFence(rounds, grant, ["orders:42"], [fenceKey("orders:42")], signal);
- * ```
  */
 export async function writeBackFence(
   rounds: Rounds,

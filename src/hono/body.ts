@@ -33,12 +33,6 @@ export interface WatchOptions {
  *   handler's code may still be running after the client left: the lock must cover it.
  * - `lost` aborts: the body is cut with its reason (a client must not take half an answer for a whole
  *   one) and the handler's stream cancelled.
- * @example
- * ```ts
- * const { response, ended } = watchBody(c.res, { lost: keeper.signal, onAbandon, graceMs: ttl, sleep });
- * c.res = response;
- * ctx.waitUntil(ended.then(() => lock.release()));
- * ```
  */
 export function watchBody(response: Response, options: WatchOptions): WatchedBody {
   const source = response.body;

@@ -198,10 +198,6 @@ export async function holdThrough<L extends Lock>(
 /**
  * {@link holdThrough}, handing on `c.var[name]`: `fields`, the signal, and `expiresAt` as it moves with each
  * extension. What each middleware does once it holds its lock or permit.
- * @example
- * ```ts
- * await holdAndExpose(c, next, "lock", lock, { lock }, { redlock, ttl, lostHeader: "Lock-Lost" });
- * ```
  */
 export function holdAndExpose<L extends Lock>(
   c: Context,

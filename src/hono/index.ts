@@ -86,6 +86,7 @@ const DEFAULT_TTL = 10_000;
  * import { Hono } from "hono";
  * import { redlock } from "edge-redlock/hono";
  *
+ * declare function pay(orderId: string, options: { signal: AbortSignal }): Promise<void>; // your own work
  * const app = new Hono();
  * app.post("/orders/:id/pay", redlock((c) => `order:${c.req.param("id")}`, { ttl: 10_000 }), async (c) => {
  *   await pay(c.req.param("id"), { signal: c.var.lock.signal });
@@ -144,6 +145,7 @@ export const redlock = <E extends Env = Env, R extends RedlockMutex = RedlockMut
  * ```ts
  * import { semaphore } from "edge-redlock/hono";
  *
+ * declare function render(input: unknown, options: { signal: AbortSignal }): Promise<string>; // your own work
  * // At most 2 renders at once, whatever the traffic; the others wait up to 5 s, then get 429.
  * app.post("/render", semaphore("renders", { limit: 2, ttl: 30_000, wait: 5_000 }), async (c) => {
  *   return c.body(await render(await c.req.json(), { signal: c.var.permit.signal }));

@@ -45,8 +45,8 @@ const DEFAULT_TTL = 10_000;
  * import { readWrite } from "edge-redlock/hono";
  *
  * const guard = readWrite((c) => `doc:${c.req.param("id")}`, { ttl: 10_000, wait: 5_000 });
- * app.get("/docs/:id", guard, async (c) => c.json(await load(c.req.param("id"))));
- * app.put("/docs/:id", guard, async (c) => c.json(await save(c.req.param("id"), await c.req.json())));
+ * app.get("/docs/:id", guard, async (c) => c.json(await redis.get(`doc:${c.req.param("id")}`)));
+ * app.put("/docs/:id", guard, async (c) => c.json(await redis.set(`doc:${c.req.param("id")}`, await c.req.json())));
  * ```
  */
 export const readWrite = <E extends Env = Env>(

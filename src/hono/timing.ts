@@ -6,10 +6,6 @@ import type { Clock } from "../support/clock.ts";
 /**
  * Runs `acquire`; when `enabled`, adds `Server-Timing: lock;dur=<ms>;desc="<n> attempt(s)"` to the
  * response, whether the lock was taken or refused.
- * @example
- * ```ts
- * const lock = await timedAcquire(c, options.serverTiming, redlock.options.clock, () => redlock.acquire(keys, ttl));
- * ```
  */
 export async function timedAcquire<L extends { readonly attempts: number }>(
   c: Context,

@@ -15,11 +15,17 @@ import { writeBackFence } from "../fencing/write-back.ts";
 import type { RetryPolicy } from "../options.ts";
 import type { Round } from "../quorum/fan-out.ts";
 import type { Grant, Rounds } from "../quorum/rounds.ts";
+import { LEAVE, REQUEUE } from "../scripts/fair-mutex.ts";
+import { FENCE } from "../scripts/fencing.ts";
+import { RELEASE } from "../scripts/lock.ts";
 import type { Script } from "../scripts/script.ts";
+import type { RedlockNode } from "../node/node.ts";
 import type { Lifecycle } from "./lifecycle.ts";
-import type { Line } from "./line.ts";
+import { HEARTBEAT_MS, type Line } from "./line.ts";
 import { lockState, type Lock, type LockState } from "./lock.ts";
-import { queuePosition, randomWait } from "./wait.ts";
+import { fallbackWait, queuePosition, randomWait } from "./wait.ts";
+import { Waker } from "./waker.ts";
+import { randomUnit } from "../support/random.ts";
 
 /** One try of an attempt: the acquire request, and what a grant of it holds on a node. */
 export interface Try {
@@ -31,8 +37,8 @@ export interface Try {
   holds: string[];
   /** The release a failed try is undone with (keys: `holds`; args: value). The mutex's RELEASE unless given. */
   release?: Script;
-  /** A waiter's undo where its place in line must be kept, or left (a reader's: its release with a lease). */
-  requeue?: { script?: Script; leave?: Script };
+  /** A waiter's undo where its place in line must be kept, or left (a reader's: its release with a life). */
+  requeue?: { script?: Script; leave?: Script; queues?: readonly string[] };
 }
 
 /** The state a won grant hands to {@link LockStrategy.build}: its validity, its replies still out, its line. */
@@ -40,14 +46,6 @@ export type HeldState = Omit<LockState, "value" | "released" | "keys">;
 
 /**
  * What a kind of lock gives the acquisition: the strategy {@link acquire} runs.
- * @example
- * ```ts
- * const mutex: LockStrategy<Lock> = {
- *   kind: "lock", resources: keys, ttl, line, leaveKeys: keys,
- *   next: () => ({ script: ACQUIRE, keys, args: (value) => [value, String(ttl), "1"], holds: keys }),
- *   build: (grant, attempts, state) => new Lock(keys, grant.value, attempts, undefined, state),
- * };
- * ```
  */
 export interface LockStrategy<T extends Lock> {
   kind: LockKind;
@@ -56,8 +54,10 @@ export interface LockStrategy<T extends Lock> {
   ttl: number;
   /** Its place in line (fair), or none (random retry). */
   line?: Line;
-  /** The keys a waiter that gives up leaves the line with (LEAVE's KEYS before the queues). */
+  /** The keys a waiter that gives up leaves the line with (LEAVE's KEYS before the lines). */
   leaveKeys: readonly string[];
+  /** How a waiter that gives up leaves: `LEAVE` with `leaveKeys` and the lines unless given (keys, then args). */
+  leave?: { script: Script; keys: readonly string[] };
   /** A fenced kind: the keys the write-back round checks, and their fence counters. */
   fenced?: { keys: readonly string[]; fenceKeys: readonly string[] };
   /** The next try; `first` on each attempt's first (a semaphore starts its set of tried slots again). */
@@ -78,6 +78,10 @@ export interface Machinery {
 interface Failed {
   failed: AttemptTally;
   cleanup: Promise<void>;
+  /** The grant round's grants and duration, and whether its ticket was out of step: what the next wait reads. */
+  granted: number;
+  roundMs: number;
+  stale?: boolean;
   waitMs?: number;
   /** A split vote's partial grants are undone before the retry, so the next round finds the key free. */
   settleFirst?: boolean;
@@ -90,10 +94,6 @@ interface Failed {
  * `retryDelay ± retryJitter`), until held or out of retries, `maxWait` or the signal. Events go to the
  * Redlock's `onEvent`.
  * @throws {LockAcquisitionError} with every attempt's tally when none held.
- * @example
- * ```ts
- * const lock = await acquire(machinery, mutex, checkRetryPolicy(options, redlock.options), "lock");
- * ```
  */
 export async function acquire<T extends Lock>(
   machinery: Machinery,
@@ -105,9 +105,21 @@ export async function acquire<T extends Lock>(
   const { clock } = rounds;
   const { signal, maxWait } = policy;
   const report = acquireReport(lifecycle.emit, strategy.kind, strategy.resources, clock);
-  // A waiter: a fair acquisition that may retry (a single try respects the line, but never joins it).
-  const waiter = policy.fair ? strategy.line : undefined;
-  const spend = new Spend(rounds.nodes.length, strategy, policy, waiter !== undefined);
+  // A waiter: an acquisition that may retry joins the line (a single try respects it, but never joins it). A fair
+  // one sleeps until woken or the nodes' time is up; one with `fair: false` keeps its place by its own retries.
+  const waiter = policy.joins ? strategy.line : undefined;
+  const spend = new Spend(rounds.nodes, strategy, policy, waiter !== undefined);
+  const waker =
+    waiter && policy.fair
+      ? new Waker({
+          nodes: rounds.nodes,
+          clock,
+          lineKey: waiter.queues[0],
+          ticket: () => waiter.ticket,
+          confirmWithin: rounds.options.nodeTimeout,
+          signal,
+        })
+      : undefined;
   const began = clock.now();
   const tallies: AttemptTally[] = [];
   const cleanups: Promise<void>[] = [];
@@ -128,17 +140,25 @@ export async function acquire<T extends Lock>(
         signal?.throwIfAborted();
         // Nodes that fail are not asked again at once, whatever the line says: an outage must not become a flood.
         failures = failureReason(outcome.failed) === "unreachable" ? failures + 1 : 0;
-        const delay = failures > 0 ? backoff(policy, failures, outcome.waitMs) : (outcome.waitMs ?? randomWait(policy));
+        if (waker && failures === 0) {
+          waker.head = queuePosition(outcome.failed.votes) === 0;
+          waker.listen(outcome.failed.votes, () => spend.extra(1));
+        }
+        const elapsed = clock.now() - began;
+        let informed = waker ? informedWait(outcome, waker, policy, waiter as Line) : outcome.waitMs;
+        // A woken waiter's fallback is only its latest time to ask: with maxWait, it asks once more at the end.
+        if (waker && informed !== undefined && maxWait !== undefined)
+          informed = Math.min(informed, Math.max(0, maxWait - elapsed));
+        const delay = failures > 0 ? backoff(policy, failures, informed) : (informed ?? randomWait(policy));
         // The signal, then the request budget, then maxWait decide; retryCount only when no maxWait is given.
         budget = spend.exhausted();
         if (budget) break;
         if (maxWait !== undefined) {
           // A holder's PTTL says when it must be gone, not when it goes: only the caller's time decides the end.
-          if (clock.now() - began + delay > maxWait) break;
+          if (elapsed + delay > maxWait) break;
         } else if (policy.retryCount !== -1 && n > policy.retryCount) {
           // Informed waits are short and many: the retries then also buy time (retryCount × retryDelay).
-          const timeLeft =
-            outcome.waitMs !== undefined && clock.now() - began + delay <= policy.retryCount * policy.retryDelay;
+          const timeLeft = outcome.waitMs !== undefined && elapsed + delay <= policy.retryCount * policy.retryDelay;
           if (!timeLeft) break;
         }
         if (report) {
@@ -146,12 +166,16 @@ export async function acquire<T extends Lock>(
           report.retry(outcome.failed, delay, ahead === undefined ? undefined : ahead + 1);
         }
         if (outcome.settleFirst) await outcome.cleanup;
-        await clock.sleep(delay, signal);
+        await (waker && failures === 0 ? waker.sleep(delay) : clock.sleep(delay, signal));
       }
     } finally {
+      waker?.close();
       await Promise.all(cleanups);
       // Best effort, not waited for (each request is bounded by nodeTimeout): an entry it misses expires.
-      if (!held && waiter) void lifecycle.leave(strategy.leaveKeys, waiter.queues, waiter.ticket);
+      if (!held && waiter) {
+        const keys = strategy.leave?.keys ?? [...strategy.leaveKeys, ...waiter.queues];
+        void lifecycle.leave(keys, waiter.ticket, strategy.leave?.script);
+      }
     }
     if (held) {
       lockState(held).requests = spend.sent;
@@ -169,6 +193,31 @@ export async function acquire<T extends Lock>(
   }
 }
 
+/**
+ * How long a woken waiter sleeps at most before it asks again on its own: the time the nodes gave (see
+ * {@link fallbackWait}), within its entry's heartbeat (no `maxWait`), and no longer than `retryDelay ± retryJitter`
+ * while no subscription is alive (or the nodes cannot subscribe). A stale ticket is retried at once.
+ */
+function informedWait(failed: Failed, waker: Waker, policy: RetryPolicy, line: Line): number {
+  if (failed.stale) return 0;
+  const cap = !waker.alive
+    ? randomWait(policy)
+    : policy.maxWait === undefined
+      ? HEARTBEAT_MS
+      : Number.POSITIVE_INFINITY;
+  return fallbackWait(failed.failed.votes, failed.granted, {
+    roundMs: failed.roundMs,
+    claimMs: line.claimMs,
+    cap,
+    random: randomUnit,
+  });
+}
+
+/** Whether no node granted the round (a refusal): a split vote's slowness is its own, not the links'. */
+function granted0(round: Round): boolean {
+  return round.granted === 0;
+}
+
 /** How far the wait after failing nodes grows: up to this many times `retryDelay`. */
 const BACKOFF_MAX_FACTOR = 8;
 
@@ -184,44 +233,93 @@ function backoff(policy: RetryPolicy, failures: number, informed: number | undef
 
 /**
  * The requests one acquisition has sent, against its `maxRequests`. A try is counted at its most before it is
- * sent (its round, a fencing write-back, the undoing of every node that did not refuse), and leaving the line is
- * kept in reserve, so the cap is never passed halfway.
+ * sent (its round, a fencing write-back, the undoing of every node that did not refuse; each request to a node as
+ * that node says it may cost: two for a script it has not run yet), and leaving the line stays in reserve, so the
+ * cap is never passed halfway.
  */
 class Spend {
   sent = 0;
-  readonly #nodes: number;
+  readonly #nodes: readonly RedlockNode[];
   readonly #max: number | undefined;
-  /** The most one try may send: its round, a write-back, its undo. */
-  readonly #try: number;
-  readonly #reserve: number;
+  readonly #fenced: boolean;
+  readonly #waits: boolean;
+  /** The script of the latest try, and the undo scripts it may use. */
+  #grant: Script | undefined;
+  #undo: Script[] = [RELEASE, REQUEUE, LEAVE];
+  readonly #leave: Script;
 
-  constructor(nodes: number, strategy: LockStrategy<Lock>, policy: RetryPolicy, waits: boolean) {
+  constructor(nodes: readonly RedlockNode[], strategy: LockStrategy<Lock>, policy: RetryPolicy, waits: boolean) {
     this.#nodes = nodes;
     this.#max = policy.maxRequests;
-    this.#try = nodes * (strategy.fenced ? 3 : 2);
-    this.#reserve = waits ? nodes : 0;
-    if (this.#max !== undefined && this.#max < this.#try + this.#reserve)
+    this.#fenced = strategy.fenced !== undefined;
+    this.#waits = waits;
+    this.#leave = strategy.leave?.script ?? LEAVE;
+    const least = nodes.length * (this.#fenced ? 3 : 2) + (waits ? nodes.length : 0);
+    if (this.#max !== undefined && this.#max < least)
       throw new InvalidArgumentError(
         "options.maxRequests",
-        `must allow one attempt: at least ${this.#try + this.#reserve} with ${nodes} nodes` +
-          `${strategy.fenced ? ", fencing" : ""}${waits ? " and waiting in line" : ""}`,
+        `must allow one attempt: at least ${least} with ${nodes.length} nodes` +
+          `${this.#fenced ? ", fencing" : ""}${waits ? " and waiting in line" : ""}`,
       );
+  }
+
+  /** What running `script` once on every node may cost. */
+  #cost(script: Script | undefined, on: readonly RedlockNode[] = this.#nodes): number {
+    let n = 0;
+    for (const node of on) n += script && node.requestsFor ? node.requestsFor(script) : 1;
+    return n;
+  }
+
+  /** The most the next try may send, and what stays in reserve. */
+  #next(): number {
+    const undo = Math.max(...this.#undo.map((script) => this.#cost(script)));
+    const fence = this.#fenced ? this.#cost(FENCE) : 0;
+    return this.#cost(this.#grant) + fence + undo + (this.#waits ? this.#cost(this.#leave) : 0);
   }
 
   /** Whether another try fits. */
   affords(): boolean {
-    return this.#max === undefined || this.sent + this.#try + this.#reserve <= this.#max;
+    return this.#max === undefined || this.sent + this.#next() <= this.#max;
   }
 
   /** When the next try does not fit: what the error says. */
   exhausted(): RequestBudget | undefined {
-    if (this.affords() || this.#max === undefined) return undefined;
-    return { maxRequests: this.#max, sent: this.sent, next: this.#try + this.#reserve };
+    if (this.#max === undefined || this.affords()) return undefined;
+    return { maxRequests: this.#max, sent: this.sent, next: this.#next() };
   }
 
-  /** A try's round went out, with or without its write-back; `undo`: the nodes its undoing may ask. */
-  spent(round: number, writeBack: boolean, undo: number): void {
-    this.sent += round + (writeBack ? this.#nodes : 0) + undo;
+  /** Whether `count` more requests (subscriptions) fit beside the next try; counted when they do. */
+  extra(count: number): boolean {
+    if (this.#max !== undefined && this.sent + count + this.#next() > this.#max) return false;
+    this.sent += count;
+    return true;
+  }
+
+  /** What the next try will cost, taken before it is sent (a script run once costs less the next time). */
+  before(attempt: Try): { round: number; fence: number; undo: (nodes: readonly number[]) => number } {
+    this.#grant = attempt.script;
+    this.#undo = [attempt.release ?? RELEASE, attempt.requeue?.script ?? REQUEUE, attempt.requeue?.leave ?? LEAVE];
+    const round = this.#cost(attempt.script);
+    const fence = this.#fenced ? this.#cost(FENCE) : 0;
+    const undoScripts = this.#undo;
+    return {
+      round,
+      fence,
+      undo: (nodes) =>
+        Math.max(
+          ...undoScripts.map((script) =>
+            this.#cost(
+              script,
+              nodes.map((i) => this.#nodes[i]),
+            ),
+          ),
+        ),
+    };
+  }
+
+  /** A try went out: its round, its write-back if any, and its undo. */
+  spent(count: number): void {
+    this.sent += count;
   }
 }
 
@@ -239,11 +337,12 @@ async function attempt<T extends Lock>(
   spend: Spend,
 ): Promise<{ held: T; cleanup: Promise<void> } | Failed> {
   const { ttl, line, fenced } = strategy;
-  const waiter = policy.fair ? line : undefined;
+  const waiter = policy.joins ? line : undefined;
   const cleanups: Promise<void>[] = [];
   for (let first = true; ; first = false) {
     const current = strategy.next(first);
-    const lineArgs = line?.args(policy.fair) ?? [];
+    const costs = spend.before(current);
+    const lineArgs = line?.args(policy.joins) ?? [];
     // Steps 1–4: a fresh value, t1, the script to every node at once, decided early.
     const grant = await rounds.grant(
       current.script,
@@ -258,32 +357,44 @@ async function attempt<T extends Lock>(
       ({ round, fence } = await writeBackFence(rounds, grant, fenced.keys, fenced.fenceKeys, policy.signal));
     // Step 5: held iff a quorum granted and validity = ttl − elapsed − drift is left.
     if (rounds.holds(round, ttl, grant.start)) {
-      spend.spent(grant.round.votes.length, writeBack, 0);
+      spend.spent(costs.round + (writeBack ? costs.fence : 0));
       report?.won(round);
-      // A single try never joined the line: its release needs no LEAVE.
-      const queue = waiter ? { keys: waiter.queues, ticket: waiter.ticket } : undefined;
+      // Its release leaves the line and wakes it (a single try never joined it: taking its ticket out is a no-op).
+      const queue = line ? { keys: line.queues, ticket: line.ticket } : undefined;
       const held = strategy.build(grant, n, { ...lifecycle.held(grant, ttl, strategy.kind), queue }, fence);
       // The earlier tries of this attempt are released too.
       return { held, cleanup: Promise.all(cleanups).then(() => undefined) };
     }
-    // Its undo asks every node that did not refuse; a waiter's missed turn (a quorum granted, yet it failed) all.
-    const nodes = grant.round.votes.length;
-    const missedTurn = waiter !== undefined && grant.round.granted >= rounds.quorum;
-    spend.spent(nodes, writeBack, missedTurn ? nodes : grant.round.votes.filter((v) => v.outcome !== "denied").length);
-    const last = !(strategy.again?.(grant.round) ?? false) || policy.signal?.aborted === true || !spend.affords();
+    const roundMs = rounds.clock.now() - grant.start;
+    rounds.slowRoundMs = Math.max(roundMs, 0.9 * rounds.slowRoundMs);
+    // A ticket a quorum found out of step with its clock: the nodes' time is learned, the ticket renewed. A waiter
+    // whose rounds are too slow for its claim window takes a wider one in the same place.
+    const outOfStep = line?.learn(grant.round, rounds.quorum) === true;
+    if (outOfStep && !waiter) line?.renew();
+    const stale = outOfStep || (waiter !== undefined && granted0(grant.round) && waiter.widen(roundMs));
+    // Its undo asks every node that did not refuse; a waiter's missed turn or stale ticket asks all.
+    const leaves = waiter !== undefined && (stale || grant.round.granted >= rounds.quorum);
+    const undone = grant.round.votes.flatMap((v) => (leaves || v.outcome !== "denied" ? [v.node] : []));
+    spend.spent(costs.round + (writeBack ? costs.fence : 0) + costs.undo(undone));
+    const last =
+      !(strategy.again?.(grant.round) ?? false) || stale || policy.signal?.aborted === true || !spend.affords();
     // Only the last try keeps the waiter's place: an earlier one's late requeue would put it back in line beside
     // the grant of the next try.
-    const requeue = last && waiter ? { ...waiter.requeue(), ...current.requeue } : undefined;
+    const requeue = last && waiter ? { ...waiter.requeue(stale), ...current.requeue } : undefined;
     const failure = lifecycle.failed(n, round, grant, ttl, current.holds, { release: current.release, requeue });
     cleanups.push(failure.cleanup);
     if (!last) continue;
     const cleanup = Promise.all(cleanups).then(() => undefined);
-    if (!waiter) return { failed: failure.failed, cleanup };
+    const { granted } = grant.round;
+    const waitMs = outOfStep ? 0 : undefined;
     return {
       failed: failure.failed,
       cleanup,
-      waitMs: waiter.wait(grant.round, grant.start),
-      settleFirst: grant.round.granted > 0,
+      granted,
+      roundMs,
+      stale,
+      waitMs,
+      settleFirst: waiter !== undefined && granted > 0,
     };
   }
 }

@@ -34,7 +34,8 @@ export interface Keeper {
  * Never rejects and never leaves an unhandled rejection behind.
  * @example
  * ```ts
- * const keeper = keepLock(lock, { clock: systemClock, ttl: 10_000, threshold: 5_000 });
+ * declare function work(signal: AbortSignal): Promise<void>; // your own work
+ * const keeper = keepLock(lock, { clock: redlock.options.clock, ttl: 10_000, threshold: 5_000 });
  * try { await work(keeper.signal); } finally { await keeper.stop(); await lock.release(); }
  * ```
  */
@@ -92,10 +93,6 @@ export function keepLock(lock: Lock, options: KeepOptions): Keeper {
  * Runs `routine` while keeping `lock` (see {@link keepLock}), then stops the keeper and releases the
  * lock — also when the routine throws. Returns once a quorum answered the release. What `using()` of a
  * lock and of a semaphore do after acquiring.
- * @example
- * ```ts
- * return holdWhile(await redlock.acquire(["k"], ttl), routine, { clock, ttl, threshold, signal });
- * ```
  */
 export async function holdWhile<L extends Lock, T>(
   lock: L,

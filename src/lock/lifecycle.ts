@@ -17,11 +17,6 @@ import type { Requeue } from "./line.ts";
 
 /**
  * Release, extension and cleanup for the locks and permits of one `Redlock`.
- * @example
- * ```ts
- * const lifecycle = new Lifecycle(rounds);
- * const lock = new Lock(["k"], grant.value, 1, undefined, lifecycle.held(grant, 10_000));
- * ```
  */
 export class Lifecycle {
   readonly #rounds: Rounds;
@@ -75,8 +70,9 @@ export class Lifecycle {
     const { release = RELEASE, requeue } = how;
     const value = grant.value;
     const released: Undo = { script: release, keys, args: [value] };
-    // Served: the grant round won a quorum (a fenced attempt's write-back may then have failed or come too late).
-    const missedTurn = requeue !== undefined && grant.round.granted >= rounds.quorum;
+    // Served: the grant round won a quorum (a fenced attempt's write-back may then have failed or come too late); or
+    // its ticket was out of step with the nodes' clock (it is renewed in step, the old one must go everywhere).
+    const missedTurn = requeue !== undefined && (grant.round.granted >= rounds.quorum || requeue.stale === true);
     let undo: Undo = released;
     if (requeue) {
       const lineKeys = [...keys, ...requeue.queues];
@@ -141,10 +137,10 @@ export class Lifecycle {
    * by nodeTimeout; an entry this misses, or an enqueue that lands after it, expires with its lease). Run
    * once every attempt's cleanup is over, so no request of the waiter's own is still on its way.
    */
-  async leave(keys: readonly string[], queues: readonly string[], ticket: string): Promise<void> {
+  async leave(keys: readonly string[], ticket: string, script: Script = LEAVE): Promise<void> {
     const rounds = this.#rounds;
-    // "-" is never a lock value: LEAVE deletes nothing here, it only takes the ticket out.
-    await Promise.all(rounds.nodes.map((_, node) => rounds.ask(node, LEAVE, [...keys, ...queues], ["-", ticket])));
+    // "-" is never a lock value: the script deletes nothing here, it only takes the ticket out.
+    await Promise.all(rounds.nodes.map((_, node) => rounds.ask(node, script, [...keys], ["-", ticket])));
   }
 
   /** See `Redlock.extend`. */

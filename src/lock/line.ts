@@ -1,40 +1,43 @@
-// A fair acquisition's place in line: its queue keys, its ticket, and how a failed attempt keeps or leaves it.
+// An acquisition's place in line: its line keys, its ticket (timed by the nodes' clock), how long its entry lives,
+// and how a failed attempt keeps or leaves its place.
 import type { Round } from "../quorum/fan-out.ts";
-import { fairWait, type LinePace } from "./wait.ts";
-import { RESERVED_PREFIX, WAITER_LEASE_MS } from "../options.ts";
+import { RESERVED_PREFIX, type RetryPolicy } from "../options.ts";
 import type { Script } from "../scripts/script.ts";
-import type { Clock } from "../support/clock.ts";
-import { randomUnit, waiterTicket } from "../support/random.ts";
+import type { Clock, NodeClock } from "../support/clock.ts";
+import { waiterTicket } from "../support/random.ts";
 
-/** Prefix of the wait-queue keys on the lock nodes (one sorted set per resource). */
-export const QUEUE_PREFIX = `${RESERVED_PREFIX}queue:`;
+/** Prefix of the line keys on the lock nodes (one sorted set per resource). */
+export const LINE_PREFIX = `${RESERVED_PREFIX}line:`;
 
-/** Prefix of a semaphore's wait-queue key (apart from the resources' queues: a resource may be named `semaphore:…`). */
-export const SEMAPHORE_QUEUE_PREFIX = `${RESERVED_PREFIX}semaphore-queue:`;
+/** Prefix of a semaphore's line key (apart from the resources' lines: a resource may be named `semaphore:…`). */
+export const SEMAPHORE_LINE_PREFIX = `${RESERVED_PREFIX}semaphore-line:`;
+
+/** How long a woken first in line has to claim before the next is served (ms). */
+export const CLAIM_MS = 200;
+
+/** A waiter with no `maxWait` asks again at least this often, so its entry never lapses (ms). */
+export const HEARTBEAT_MS = 10_000;
+
+/** How much longer than the waiter's own deadline its entry lives (ms): covers one round and the clocks' step. */
+const ENTRY_MARGIN_MS = 2_000;
 
 /**
- * The wait-queue key of a resource (or of a semaphore) on the lock nodes.
+ * The line key of a resource on the lock nodes.
  * @example
  * ```ts
- * queueKey("orders:42"); // "edge-redlock:queue:orders:42"
+ * lineKey("orders:42"); // "edge-redlock:line:orders:42"
  * ```
  */
-export function queueKey(resource: string): string {
-  return QUEUE_PREFIX + resource;
+export function lineKey(resource: string): string {
+  return LINE_PREFIX + resource;
 }
 
 /**
- * The longest time between two runs of a waiter's attempts on one node: well inside its lease, so its entry
- * never lapses. A node sees the next attempt about (the round's duration + the wait) after this one.
- */
-const WAIT_CAP_MS = (WAITER_LEASE_MS * 2) / 3;
-
-/**
- * How a fair waiter's failed attempt puts it back in line where it was granted: its queues, ticket and lease, and the
- * script that releases and re-queues (keys: the held keys then the queues; args: value, ticket, lease). `REQUEUE`
- * unless given: a reader's is `RW_READ_RELEASE` with a lease. For an attempt that missed its turn, `leave` releases
- * and takes the ticket out instead (args: value, ticket; `LEAVE` unless given, a reader's is `RW_READ_RELEASE`), and
- * `renew` gives the waiter a new ticket. What `Lifecycle.failed` takes; made by {@link Line.requeue}.
+ * How a waiter's failed attempt puts it back in line where it was granted: its lines, ticket and entry life, and
+ * the script that releases and re-queues (keys: the held keys then the lines; args: value, ticket, life). `REQUEUE`
+ * unless given: a reader's is `RW_READ_RELEASE` with a life. For an attempt that missed its turn, or whose ticket
+ * was out of step with the nodes' clock (`stale`), `leave` releases and takes the ticket out instead (args: value,
+ * ticket; `LEAVE` unless given), and `renew` gives the waiter a new ticket. What `Lifecycle.failed` takes.
  */
 export interface Requeue {
   queues: readonly string[];
@@ -42,36 +45,52 @@ export interface Requeue {
   lease: string;
   script?: Script;
   leave?: Script;
+  stale?: boolean;
   renew(): void;
 }
 
+/** How an acquisition waits in line. */
+export interface LineOptions {
+  /** Appended to the ticket where waiters of different kinds share a line (a read-write lock's `r` and `w`). */
+  kind?: string;
+  /** How long it has to claim once first and woken, or once first when the resource is free (ms). */
+  claimMs: number;
+  /** Its `maxWait`, if any: its entry lives until then (and a margin); without, it asks every {@link HEARTBEAT_MS}. */
+  maxWait?: number;
+  /** Keeps its place by its own retries only (`fair: false`): its entry lives `claimMs` past each attempt. */
+  retriesOnly?: boolean;
+}
+
 /**
- * One acquisition's place in line: a ticket fixed at its first attempt and sent unchanged to every node on
- * every attempt, and the pace of the line it has seen so far.
- * @example
- * ```ts
- * const line = new Line(clock, [queueKey("k")]);
- * const args = [value, String(ttl), "1", ...line.args(true)];
- * ```
+ * One acquisition's place in line: a ticket fixed at its first attempt and sent unchanged to every node on every
+ * attempt, timed by the nodes' clock. Its form: 16 digits of epoch ms, 16 hex digits of randomness, 5 digits of the
+ * claim window, then the kind; tickets compare as strings in order of arrival.
  */
 export class Line {
   readonly queues: string[];
+  #claimMs: number;
   readonly #clock: Clock;
-  readonly #kind: string;
-  #ticket: string;
-  readonly #pace: LinePace = {};
-  /** The longest round this waiter has seen (ms): its lease must outlast the time between two of its runs on a node. */
-  #slowest = 0;
+  readonly #nodeClock: NodeClock;
+  readonly #options: LineOptions;
+  readonly #began: number;
+  #ticket = "";
+  #takenAt = 0;
+  /** The claim window widened since the ticket was taken: the next renewal keeps the ticket's place. */
+  #widened = false;
 
-  /**
-   * A place in `queues`, its ticket taken now. `kind` is appended to the ticket where waiters of different kinds
-   * share a queue (a read-write lock's `r` and `w`): tickets are fixed-width, so it never changes the order.
-   */
-  constructor(clock: Clock, queues: readonly string[], kind = "") {
+  constructor(clock: Clock, nodeClock: NodeClock, queues: readonly string[], options: LineOptions) {
     this.#clock = clock;
-    this.#kind = kind;
-    this.#ticket = waiterTicket(clock.epoch()) + kind;
+    this.#nodeClock = nodeClock;
+    this.#options = options;
+    this.#claimMs = Math.min(99_999, Math.max(0, Math.ceil(options.claimMs)));
     this.queues = [...queues];
+    this.#began = clock.now();
+    this.renew();
+  }
+
+  /** How long it has to claim once first and the resource is free (ms): part of its ticket. */
+  get claimMs(): number {
+    return this.#claimMs;
   }
 
   /** The ticket every attempt sends, until {@link Line.renew}. */
@@ -80,48 +99,79 @@ export class Line {
   }
 
   /**
-   * A new ticket, taken now: the place at the back of the line of a waiter that missed its turn (an attempt whose grant
-   * round won a quorum yet failed, whose undo took the old ticket out). Kept, such a waiter would be served first
-   * again on its next attempt, and one whose rounds always end too late would hold everyone back until it gave up.
+   * A new ticket, taken now on the nodes' clock: the place at the back of the line of a waiter that missed its turn
+   * (kept, it would be served first again and again), or the place in step with the nodes of one whose ticket was not.
    */
   renew(): void {
-    this.#ticket = waiterTicket(this.#clock.epoch()) + this.#kind;
+    this.#ticket =
+      waiterTicket(this.#nodeClock.epoch()) + String(this.claimMs).padStart(5, "0") + (this.#options.kind ?? "");
+    this.#takenAt = this.#clock.now();
   }
 
   /**
-   * The fair scripts' ARGV after value, ttl and n/slot: ticket, lease, and whether to join the line. The lease is
-   * {@link WAITER_LEASE_MS}, or twice the slowest round seen when that is longer: a node sees the next attempt about
-   * a round after this one once a round takes longer than the wait cap, and over links slower than the lease a
-   * fixed lease lapsed between every two runs, so anyone could overtake the waiter there, every time.
+   * Whether a round of `roundMs` is too slow for its claim window (a woken first in line must claim within about two
+   * rounds of the wakeup): then the window widens to fit, and {@link Line.requeue}'s renewal keeps the ticket's time
+   * and randomness, so the waiter keeps its place under a member with the wider window.
    */
-  args(enqueue: boolean): string[] {
-    const lease = Math.max(WAITER_LEASE_MS, Math.ceil(2 * this.#slowest));
-    return [this.ticket, String(lease), enqueue ? "1" : "0"];
+  widen(roundMs: number): boolean {
+    if (this.#options.retriesOnly) return false;
+    const needed = Math.ceil(2 * roundMs + 20);
+    if (needed <= this.#claimMs) return false;
+    this.#claimMs = Math.min(99_999, needed);
+    this.#widened = true;
+    return true;
+  }
+
+  /** How long its entry should live from now (ms). */
+  life(): number {
+    const { maxWait, retriesOnly } = this.#options;
+    if (retriesOnly) return this.claimMs + ENTRY_MARGIN_MS;
+    if (maxWait === undefined) return HEARTBEAT_MS + ENTRY_MARGIN_MS;
+    return Math.max(0, maxWait - (this.#clock.now() - this.#began)) + ENTRY_MARGIN_MS;
+  }
+
+  /** The fair scripts' ARGV after value, ttl and n/slot: ticket, entry life, whether to join the line, ticket age. */
+  args(join: boolean): string[] {
+    const age = Math.max(0, Math.round(this.#clock.now() - this.#takenAt));
+    return [this.#ticket, String(Math.ceil(this.life())), join ? "1" : "0", String(age)];
   }
 
   /**
-   * What the undoing of a failed attempt needs to put this waiter back in line where the attempt was granted (the
-   * grant took its ticket out there): its queues, its ticket, its lease; or, when it missed its turn, to renew the
-   * ticket (see `Lifecycle.failed`).
+   * Whether a quorum of `round`'s nodes refused its ticket as out of step with their clock; their time is then
+   * learned, so the next ticket is in step (see {@link Requeue.stale}).
    */
-  requeue(): Requeue {
-    const [ticket, lease] = this.args(true);
-    return { queues: this.queues, ticket, lease, renew: () => this.renew() };
+  learn(round: Round, quorum: number): boolean {
+    const times = round.votes.flatMap((v) => (v.outcome === "denied" && v.nodeTime !== undefined ? [v.nodeTime] : []));
+    // A minority of nodes with clocks of their own only keeps the waiter out of their lines, not out of the lock.
+    if (times.length < quorum) return false;
+    this.#nodeClock.learn(times);
+    return true;
   }
 
-  /** The wait before the next attempt after a refused round that started at `start` (see {@link fairWait}). */
-  wait(round: Round, start: number): number {
-    const now = this.#clock.now();
-    const roundMs = now - start;
-    this.#slowest = Math.max(this.#slowest, roundMs);
-    return fairWait(round.votes, round.granted, {
-      now,
-      roundMs,
-      // The round's own time counts against the cap: with slow nodes (a 130 ms round trip) a wait of the
-      // whole cap let the entry lapse between two runs on a node, and the waiter lost its place there.
-      cap: Math.max(0, WAIT_CAP_MS - roundMs),
-      pace: this.#pace,
-      random: randomUnit,
-    });
+  /** What the undoing of a failed attempt needs to keep or leave this waiter's place (see `Lifecycle.failed`). */
+  requeue(stale = false): Requeue {
+    return {
+      queues: this.queues,
+      ticket: this.#ticket,
+      lease: String(Math.ceil(this.life())),
+      stale,
+      renew: () => {
+        if (!this.#widened) return this.renew();
+        // Same time and randomness (the same place in line), the wider window.
+        this.#ticket = this.#ticket.slice(0, 32) + String(this.#claimMs).padStart(5, "0") + (this.#options.kind ?? "");
+        this.#widened = false;
+      },
+    };
   }
+}
+
+/**
+ * How an acquisition with `policy` waits in line: woken, with {@link CLAIM_MS} to claim; or with `fair: false`,
+ * keeping its place by its retries, so its claim window spans one wait and one round.
+ */
+export function lineOptions(policy: RetryPolicy, nodeTimeout: number, kind?: string, slowRoundMs = 0): LineOptions {
+  const { maxWait } = policy;
+  if (policy.fair || !policy.joins)
+    return { kind, claimMs: Math.max(CLAIM_MS, Math.ceil(2 * slowRoundMs + 20)), maxWait };
+  return { kind, claimMs: policy.retryDelay + policy.retryJitter + nodeTimeout, maxWait, retriesOnly: true };
 }

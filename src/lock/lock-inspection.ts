@@ -7,7 +7,8 @@ import { toHex } from "../support/random.ts";
  * What one node says about some keys.
  * @example
  * ```ts
- * { node: 2, label: "eu1-…", held: true, pttl: 8120, holder: "3f2a9c0d11e4b7a2" }
+ * const { nodes } = await redlock.inspect(["orders:42"]);
+ * nodes[2]; // → { node: 2, label: "eu1-…", held: true, pttl: 8120, holder: "3f2a9c0d11e4b7a2" }
  * ```
  */
 export interface NodeInspection {
@@ -57,10 +58,6 @@ export type Reading = { slots: ({ holder: string; pttl: number } | null)[] } | {
 
 /**
  * Reads `keys` on every node; holders are digested with a salt of this reading alone.
- * @example
- * ```ts
- * const readings = await readAll(rounds, ["orders:42"]);
- * ```
  */
 export async function readAll(rounds: Rounds, keys: string[]): Promise<Reading[]> {
   const replies = await rounds.read(INSPECT, keys);
@@ -114,10 +111,6 @@ export function quorumLasts(pttls: number[], quorum: number): number {
 
 /**
  * Who holds `resources`, per node and on the whole (see {@link Inspection}).
- * @example
- * ```ts
- * const inspection = await inspectResources(rounds, ["orders:42"]);
- * ```
  */
 export async function inspectResources(rounds: Rounds, resources: string[]): Promise<Inspection> {
   const readings = await readAll(rounds, resources);

@@ -84,8 +84,9 @@ const asyncDispose: typeof Symbol.asyncDispose =
  * `Date.now() < lock.expiresAt` (better: check {@link Lock.validityMs}); extend before it ends.
  * @example
  * ```ts
+ * declare function charge(orderId: string): Promise<void>; // your own work
  * const lock = await redlock.acquire(["orders:42"], 10_000);
- * try { await charge(order); } finally { await lock.release(); }
+ * try { await charge("42"); } finally { await lock.release(); }
  * ```
  */
 export class Lock {

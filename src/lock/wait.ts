@@ -1,13 +1,10 @@
-// The wait between two attempts: as the nodes said (a waiter in line: its place, the holder's time), or
-// retryDelay ± retryJitter at random.
-import type { NodeVote } from "../scripts/vote.ts";
+// The wait between two attempts: for a waiter in line, until it is woken or the time the nodes gave is up; for a
+// client that retries on its own, retryDelay ± retryJitter at random.
 import type { RetryPolicy } from "../options.ts";
+import type { NodeVote } from "../scripts/vote.ts";
 import { quorumOf } from "../quorum/rules.ts";
 import { randomUnit } from "../support/random.ts";
 
-/** The first in line asks again after about one round trip, within these bounds (ms). */
-const FIRST_POLL_MIN_MS = 3;
-const FIRST_POLL_MAX_MS = 20;
 /** Random spread added to every informed wait (ms), so waiters do not ask in lockstep. */
 const JITTER_MS = 5;
 /** After a split vote (grants, but no quorum): retry at once, within this jitter (ms). */
@@ -17,10 +14,6 @@ const SPLIT_JITTER_MS = 10;
  * How long until a quorum of nodes could be free of the holder (ms; Infinity for a key without expiry):
  * known only when at least a quorum of nodes denied and reported the holder's PTTL. Nodes that did not
  * report count as free now. The holder may release earlier; it cannot be later unless it extends.
- * @example
- * ```ts
- * holderFreeIn(votes); // 4180: three of five nodes hold the key for at least 4.18 s more
- * ```
  */
 export function holderFreeIn(votes: readonly NodeVote[]): number | undefined {
   const quorum = quorumOf(votes.length);
@@ -38,12 +31,30 @@ export function holderFreeIn(votes: readonly NodeVote[]): number | undefined {
 }
 
 /**
- * The asker's place in line as a quorum sees it: the smallest place at least a quorum of the denying
- * nodes agree it has reached (0: first), or undefined when no node reported one.
+ * How long until a semaphore's permit could be free on a quorum (ms): from refusals that list no free slot, the
+ * quorum-th soonest expiry of a held permit (nodes that did not report count as free now). Undefined when a quorum of
+ * refusals did not report one (a slot was free there: the line is what stands in the way).
  * @example
  * ```ts
- * queuePosition(votes); // 2
+ * slotFreeIn(votes); // 900
  * ```
+ */
+export function slotFreeIn(votes: readonly NodeVote[]): number | undefined {
+  const quorum = quorumOf(votes.length);
+  const pttls = votes
+    .flatMap((v) =>
+      v.outcome === "denied" && v.free !== undefined && v.free.length === 0 && v.pttl !== undefined && v.pttl >= 0
+        ? [v.pttl]
+        : [],
+    )
+    .sort((a, b) => a - b);
+  if (pttls.length < quorum) return undefined;
+  return pttls[quorum - (votes.length - pttls.length) - 1];
+}
+
+/**
+ * The asker's place in line as a quorum sees it: the smallest place at least a quorum of the denying
+ * nodes agree it has reached (0: first), or undefined when no node reported one.
  */
 export function queuePosition(votes: readonly NodeVote[]): number | undefined {
   const places = votes
@@ -53,49 +64,26 @@ export function queuePosition(votes: readonly NodeVote[]): number | undefined {
   return places[Math.min(quorumOf(votes.length) - 1, places.length - 1)];
 }
 
-/** What a waiter remembers between its attempts: how fast the line moves. */
-export interface LinePace {
-  /** When and where in line it was first seen (monotonic ms, place). */
-  first?: { at: number; position: number };
-  /** Estimated ms per waiter served. */
-  serviceMs?: number;
-}
-
 /**
- * The wait before a waiter's next attempt, from the failed round: after a split vote (some grants, no
- * quorum) almost none; first in line (or blocked only by the queue) about one round trip; further back in
- * proportion to its place and the pace the line moves at, never past the holder's expiry plus a jitter,
- * and never past `cap` (its queue entry must be refreshed before its lease ends).
- * @example
- * ```ts
- * const delay = fairWait(round.votes, granted, { now, roundMs, cap: 200, pace, random: randomUnit });
- * ```
+ * How long a waiter may wait for a wakeup before it asks again on its own, from its refused round: after a split
+ * vote or a ticket out of step, almost at once; behind a holder, until the holder's time is up (a release before
+ * that wakes it); behind only the line, until the first in line had its claim window; never past `cap` (its
+ * entry's heartbeat, or how often it asks while no subscription is alive).
  */
-export function fairWait(
+export function fallbackWait(
   votes: readonly NodeVote[],
   granted: number,
-  how: { now: number; roundMs: number; cap: number; pace: LinePace; random: () => number },
+  how: { roundMs: number; claimMs: number; cap: number; random: () => number },
 ): number {
-  const { now, roundMs, cap, pace, random } = how;
+  const { roundMs, claimMs, cap, random } = how;
   const quorum = quorumOf(votes.length);
   if (granted > 0 && granted < quorum) return random() * SPLIT_JITTER_MS;
   const jitter = random() * JITTER_MS;
-  const position = queuePosition(votes) ?? 0;
-  const poll = Math.min(FIRST_POLL_MAX_MS, Math.max(FIRST_POLL_MIN_MS, roundMs));
-  if (!pace.first) pace.first = { at: now, position };
-  else if (position < pace.first.position) pace.serviceMs = (now - pace.first.at) / (pace.first.position - position);
-  const holder = holderFreeIn(votes);
-  // The first asks a few times per holder (the pace the line moves at), the next in line half as often; further
-  // back, in proportion to the places ahead of the next in line. Only the first two ask faster than the pace:
-  // one asking late would slow the whole line down to its own guess.
-  const service = pace.serviceMs ?? poll * 2;
-  let wait =
-    position === 0
-      ? Math.max(poll, service / 4)
-      : position === 1
-        ? Math.max(poll, service / 2)
-        : (position - 1) * service;
-  if (holder !== undefined && holder < wait) wait = holder;
+  // A release before the holder's (or the soonest permit's) time is up wakes the waiter: it need not ask sooner.
+  const holder = holderFreeIn(votes) ?? slotFreeIn(votes);
+  const position = queuePosition(votes);
+  // First in line yet refused by the line alone: the nodes disagree on who is first; ask again after a round.
+  const wait = holder ?? (position === 0 ? Math.max(3, roundMs) : claimMs + roundMs);
   return Math.max(0, Math.min(cap, wait + jitter));
 }
 

@@ -8,10 +8,6 @@ export type Outcome = { ok: true; value: unknown } | { ok: false; error: string 
  * How a batcher reaches its node. `one` sends a command on its own (a plain request); `many` sends
  * several as one pipeline request and resolves with one outcome per command, in order. Both stop when
  * `signal` aborts.
- * @example
- * ```ts
- * const transport: Transport<string[]> = { one: (c, s) => post("/", c, s), many: (cs, s) => post("/pipeline", cs, s) };
- * ```
  */
 export interface Transport<C> {
   one(command: C, signal: AbortSignal): Promise<unknown>;
@@ -25,10 +21,6 @@ export type Send<C> = (command: C, signal: AbortSignal) => Promise<unknown>;
  * Why a command that stopped waiting rejected, while its request still runs (it shares a pipeline request
  * with commands that still wait, or its client cannot be cancelled): `landed` resolves once that request
  * is over, so whoever cleans up after the command knows when it can no longer land.
- * @example
- * ```ts
- * catch (error) { if (error instanceof Abandoned) await error.landed; }
- * ```
  */
 export class Abandoned extends Error {
   readonly reason: unknown;
@@ -67,11 +59,6 @@ interface Member<C> {
  * own abort: a member whose signal aborts stops waiting at once, and the pipeline request is cut when
  * every member has stopped waiting. Since a batch never outlives the microtasks of the turn that opened
  * it, a Worker never sees one request's I/O settle another request's promise.
- * @example
- * ```ts
- * const send = batching(transport);
- * const [a, b] = await Promise.all([send(cmdA, signalA), send(cmdB, signalB)]); // one HTTP request
- * ```
  */
 export function batching<C>(transport: Transport<C>): Send<C> {
   let open: Member<C>[] | undefined;

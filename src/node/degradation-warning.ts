@@ -9,10 +9,6 @@ export const WARN_INTERVAL_MS = 60_000;
  * `node`, reporting its failures with `console.warn` (at most once per {@link WARN_INTERVAL_MS}): the
  * label and the cause, with the lock values, `secrets` and anything that looks like a credential taken
  * out. A request the round stopped waiting for (its signal aborted without a timeout) is no failure.
- * @example
- * ```ts
- * const node = warnOnFailure(upstashNode({ url, token }), [token]);
- * ```
  */
 export function warnOnFailure(node: RedlockNode, secrets: readonly string[]): RedlockNode {
   let last = Number.NEGATIVE_INFINITY;
@@ -28,6 +24,7 @@ export function warnOnFailure(node: RedlockNode, secrets: readonly string[]): Re
         "room for further failures. Reported once a minute per node; turn off with { warnings: false }.",
     );
   };
+  const { subscribe, requestsFor } = node;
   return {
     label: node.label,
     run: (script, keys, args, signal) =>
@@ -35,5 +32,7 @@ export function warnOnFailure(node: RedlockNode, secrets: readonly string[]): Re
         report(error, args, signal);
         throw error;
       }),
+    ...(subscribe ? { subscribe: subscribe.bind(node) } : {}),
+    ...(requestsFor ? { requestsFor: requestsFor.bind(node) } : {}),
   };
 }

@@ -24,6 +24,7 @@ export const envNames = (n: number): { url: string; token: string } => ({
  * Configuration is missing from the environment; `missing` lists the variable names (never values).
  * @example
  * ```ts
+ * try { nodesFromEnv(env); }
  * catch (e) { if (e instanceof MissingConfigurationError) console.error("set", e.missing.join(", ")); }
  * ```
  */

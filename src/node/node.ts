@@ -9,7 +9,12 @@ import type { Subscription } from "./subscribe.ts";
  * ```ts
  * const node: RedlockNode = {
  *   label: "eu-1",
- *   run: (script, keys, args, signal) => myEval(script.lua, keys, args, signal),
+ *   async run(script, keys, args, signal) {
+ *     const command = ["EVAL", script.lua, keys.length, ...keys, ...args];
+ *     const headers = { Authorization: `Bearer ${token}` };
+ *     const response = await fetch(url, { method: "POST", headers, body: JSON.stringify(command), signal });
+ *     return ((await response.json()) as { result: unknown }).result;
+ *   },
  * };
  * ```
  */
@@ -28,6 +33,11 @@ export interface RedlockNode {
    * the holder's time is up.
    */
   subscribe?(channel: string, onMessage: (payload: string) => void, signal: AbortSignal): Promise<Subscription>;
+  /**
+   * Optional: the most HTTP requests running `script` once may take (default 1): an acquisition's `maxRequests`
+   * counts with it. The Upstash node answers 2 for a script the database has not run yet (EVALSHA, then EVAL).
+   */
+  requestsFor?(script: Script): number;
 }
 
 /**
@@ -54,6 +64,8 @@ export interface NodeConfig {
  * The two methods the lock needs from an `@upstash/redis` `Redis` instance (or any client like it).
  * @example
  * ```ts
+ * import { Redis } from "@upstash/redis";
+ *
  * const client: ScriptClient = new Redis({ url, token, retry: { retries: 0 }, enableAutoPipelining: false });
  * ```
  */

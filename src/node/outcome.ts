@@ -11,10 +11,6 @@ import type { RedlockNode } from "./node.ts";
  * Thrown errors become `error` votes whose cause names the kind of failure; the cause never contains the
  * command, the lock value (`args`) or any of `secrets` (the nodes' tokens), nor anything that looks like a
  * bearer token or URL credentials.
- * @example
- * ```ts
- * const vote = await castVote(node, ACQUIRE, ["k"], [value, "10000"], signal, [token]);
- * ```
  */
 export function castVote(
   node: RedlockNode,
@@ -53,11 +49,6 @@ const landings = new WeakMap<Vote, Promise<void>>();
  * of a request that stopped being waited for while it still ran (see {@link Abandoned}) has such a promise,
  * which resolves once that request is over. Cleanups wait for it, so a release cannot overtake the request
  * it undoes; for any other vote the reply is in (or the request was cut) and nothing of it can land later.
- * @example
- * ```ts
- * const later = landingOf(vote);
- * if (later) await later;
- * ```
  */
 export function landingOf(vote: Vote): Promise<void> | undefined {
   return landings.get(vote);
@@ -66,10 +57,6 @@ export function landingOf(vote: Vote): Promise<void> | undefined {
 /**
  * Runs `script` on `node`: its raw reply, or a secret-free cause (as {@link castVote} describes it).
  * For reads that are not votes (inspection).
- * @example
- * ```ts
- * const outcome = await runScript(node, INSPECT, ["k"], [], signal, [token]);
- * ```
  */
 export async function runScript(
   node: RedlockNode,

@@ -16,6 +16,22 @@ export interface EvalCommand {
 /** Whether a database still gets scripts with the key-locking flag: true until it rejects the flag. */
 export interface KeyLockingState {
   accepted: boolean;
+  /** The scripts (their Lua) that ran on this node: its script cache holds them, EVALSHA finds them. */
+  ran?: Set<string>;
+}
+
+/**
+ * The most HTTP requests running `script` on a node with this state may take: 1 once it ran there (EVALSHA), 2 before
+ * (EVALSHA, NOSCRIPT, EVAL). Not foreseen, once each: a node that rejects the key-locking flag (one more EVAL), and one
+ * that lost its scripts since they ran (a restart: EVALSHA, NOSCRIPT, EVAL).
+ * @example
+ * ```ts
+ * requestsToRun({ accepted: true, ran: new Set() }, ACQUIRE); // 2
+ * ```
+ */
+export function requestsToRun(state: KeyLockingState, script: Script): number {
+  const lua = state.accepted ? script.lua : withoutKeyLocking(script.lua);
+  return state.ran?.has(lua) ? 1 : 2;
 }
 
 /** Each script's SHA-1 once known, so a request does not wait a microtask for a resolved promise. */
@@ -26,10 +42,6 @@ const shas = new Map<string, string>();
  * script yet, and the script without the key-locking flag, from then on, when the database rejects the
  * flag (`keyLocking` remembers it). Errors are judged by the database's own words: `@upstash/redis`
  * appends the command, and keys are user input.
- * @example
- * ```ts
- * const reply = await evalScript(send, ACQUIRE, ["k"], [value, "10000"], signal, { keyLocking: { accepted: true } });
- * ```
  */
 export function evalScript(
   send: Send<EvalCommand>,
@@ -42,7 +54,22 @@ export function evalScript(
   const flagged = how.keyLocking.accepted;
   const lua = flagged ? script.lua : withoutKeyLocking(script.lua);
   const run: ScriptRun = { send, script, lua, flagged, keys, args, signal, keyLocking: how.keyLocking };
+  const ran = how.keyLocking.ran;
+  if (ran && !ran.has(lua)) return remember(run, how.evalsha === false ? evalLua(run) : runBySha(run));
   if (how.evalsha === false) return evalLua(run);
+  return runBySha(run);
+}
+
+/** Notes, once the reply is in, that the script ran on this node (and so the flag's fate, when it was flagged). */
+function remember(run: ScriptRun, reply: Promise<unknown>): Promise<unknown> {
+  return reply.then((value) => {
+    run.keyLocking.ran?.add(run.keyLocking.accepted ? run.script.lua : withoutKeyLocking(run.script.lua));
+    return value;
+  });
+}
+
+function runBySha(run: ScriptRun): Promise<unknown> {
+  const { lua } = run;
   // The hot path is one request and one handler: no async frame, no await of a SHA already known.
   const sha = shas.get(lua);
   if (sha !== undefined) return evalSha(run, sha);

@@ -5,7 +5,10 @@
  * A live subscription to one channel of one node.
  * @example
  * ```ts
- * const subscription = await node.subscribe?.(channel, (payload) => console.log(payload), signal);
+ * import { upstashNode } from "edge-redlock";
+ *
+ * const node = upstashNode({ url, token });
+ * const subscription = await node.subscribe?.("news", (payload) => console.log(payload), signal);
  * await subscription?.closed; // the stream ended: cut, aborted, or the node went away
  * ```
  */
@@ -28,11 +31,6 @@ function parseEvent(data: string): { kind: string; channel: string; payload: str
  * (`subscribe,<channel>,1`); rejects when it answered an error status or the stream ended first. Aborting `signal`
  * ends the stream, confirmed or not: the caller bounds the confirmation (a node that never sends headers would hold
  * one of a Worker's six connection slots).
- * @example
- * ```ts
- * const stop = new AbortController();
- * const { closed } = await sseSubscribe(url, token, "edge-redlock:wake:3f2a", onWake, stop.signal);
- * ```
  */
 export async function sseSubscribe(
   url: string,

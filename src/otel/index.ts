@@ -91,6 +91,8 @@ const ERROR = 2;
  * @returns a handler for `new Redlock(nodes, { onEvent })`
  * @example
  * ```ts
+ * import { Redlock } from "edge-redlock";
+ *
  * const onEvent = otelEvents(tracer, meter, { resource: ([key]) => key.split(":")[0] });
  * const redlock = new Redlock(nodes, { onEvent });
  * ```

@@ -53,12 +53,6 @@ export interface Round {
  * round's deadline (nodeTimeout from the start, the same instant for every request of the round, so one
  * timer serves them all), by the caller's signal before the decision, or by the decision itself with
  * `cancelStragglers`. A request that has settled is never aborted afterwards.
- * @example
- * ```ts
- * const ask = (i: number, signal: AbortSignal) => castVote(nodes[i], ACQUIRE, keys, args, signal);
- * const round = await fanOut(5, ask, { ...options, decide: "outcome" });
- * const held = round.granted >= options.quorum;
- * ```
  */
 export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<Round> {
   const { quorum, clock, signal: caller, decide: rule, cancelStragglers } = options;

@@ -5,7 +5,7 @@ import type { RedlockNode } from "../node/node.ts";
 import type { ResolvedOptions } from "../options.ts";
 import type { Script } from "../scripts/script.ts";
 import type { Vote } from "../scripts/vote.ts";
-import type { Clock } from "../support/clock.ts";
+import { NodeClock, type Clock } from "../support/clock.ts";
 import { pooledValue } from "../support/random.ts";
 import { fanOut, type Round, type RoundOptions } from "./fan-out.ts";
 import { driftAllowance, quorumOf } from "./rules.ts";
@@ -22,11 +22,6 @@ export interface Grant {
  * goes through {@link Rounds.round}: all nodes at once, each request under its own nodeTimeout, decided
  * as soon as the outcome is known. The validity rule is here and nowhere else:
  * validity = ttl − (now − start) − drift, and a round holds iff a quorum granted with validity left.
- * @example
- * ```ts
- * const grant = await rounds.grant(ACQUIRE, ["k"], (value) => [value, "10000"]);
- * if (rounds.holds(grant.round, 10_000, grant.start)) console.log("held");
- * ```
  */
 export class Rounds {
   readonly nodes: readonly RedlockNode[];
@@ -35,12 +30,17 @@ export class Rounds {
   readonly options: Readonly<ResolvedOptions>;
   /** The nodes' tokens: taken out of every failure text. */
   readonly #secrets: readonly string[];
+  /** The nodes' clock as the acquisitions learned it (a line's tickets are timed by it). */
+  readonly nodeClock: NodeClock;
+  /** The slowest recent refused round (ms), decaying: a waiter's claim window must fit about two of them. */
+  slowRoundMs = 0;
 
   constructor(nodes: readonly RedlockNode[], options: Readonly<ResolvedOptions>, secrets: readonly string[]) {
     this.nodes = nodes;
     this.options = options;
     this.#secrets = secrets;
     this.quorum = quorumOf(nodes.length);
+    this.nodeClock = new NodeClock(options.clock);
   }
 
   get clock(): Clock {

@@ -33,7 +33,7 @@ export function rwKeys(resource: string): RwKeys {
   return {
     writer: `${RW_PREFIX}writer:${resource}`,
     readers: `${RW_PREFIX}readers:${resource}`,
-    queue: `${RW_PREFIX}queue:${resource}`,
+    queue: `${RW_PREFIX}line:${resource}`,
     fence: `${RW_PREFIX}fence:${resource}`,
   };
 }

@@ -31,10 +31,6 @@ export interface ReadWriteInspection {
 
 /**
  * Reads a read-write lock's keys on every node (see {@link ReadWriteInspection}).
- * @example
- * ```ts
- * const inspection = await inspectReadWrite(rounds, "doc:7", rwKeys("doc:7"));
- * ```
  */
 export async function inspectReadWrite(rounds: Rounds, key: string, keys: RwKeys): Promise<ReadWriteInspection> {
   const replies = await rounds.read(RW_INSPECT, [keys.writer, keys.readers]);

@@ -5,7 +5,7 @@ import { holdWhile } from "../lock/keeper.ts";
 import type { Lifecycle } from "../lock/lifecycle.ts";
 import { Lock } from "../lock/lock.ts";
 import { acquire, type LockStrategy, type Try } from "../lock/acquire.ts";
-import { Line } from "../lock/line.ts";
+import { Line, lineOptions } from "../lock/line.ts";
 import type { AcquireOptions, UsingOptions } from "../options.ts";
 import type { Rounds } from "../quorum/rounds.ts";
 import { RELEASE } from "../scripts/lock.ts";
@@ -39,8 +39,8 @@ export type ReadWriteOptions = AcquireOptions;
  * @example
  * ```ts
  * const doc = redlock.readWriteLock("doc:7");
- * const text = await doc.usingRead(5_000, async () => load("doc:7"));
- * await doc.usingWrite(10_000, async (signal) => save("doc:7", edit(text), { signal }));
+ * const text = await doc.usingRead(5_000, async () => redis.get<string>("doc:7"));
+ * await doc.usingWrite(10_000, async () => redis.set("doc:7", `${text ?? ""} (edited)`));
  * ```
  */
 export class ReadWriteLock {
@@ -67,8 +67,9 @@ export class ReadWriteLock {
    * @throws {LockAcquisitionError} when every attempt failed (`retryAfterMs`: when to ask again, if known).
    * @example
    * ```ts
+   * const doc = redlock.readWriteLock("doc:7");
    * await using read = await doc.acquireRead(5_000, { maxWait: 2_000 });
-   * return render(await load("doc:7"));
+   * const text = await redis.get<string>("doc:7");
    * ```
    */
   acquireRead(ttl: number, options: ReadWriteOptions = {}): Promise<Lock> {
@@ -82,8 +83,11 @@ export class ReadWriteLock {
    * @throws {LockAcquisitionError} when every attempt failed (`retryAfterMs`: when to ask again, if known).
    * @example
    * ```ts
+   * import { fencedWrite } from "edge-redlock";
+   *
+   * const doc = redlock.readWriteLock("doc:7");
    * const write = await doc.acquireWrite(10_000, { fencing: true });
-   * try { await fencedWrite(db, "doc:7", text, write.fence!); } finally { await write.release(); }
+   * try { await fencedWrite(redis, "doc:7", "new text", write.fence!); } finally { await write.release(); }
    * ```
    */
   acquireWrite(ttl: number, options: ReadWriteOptions = {}): Promise<Lock> {
@@ -95,7 +99,8 @@ export class ReadWriteLock {
    * routine throws), exactly as {@link Redlock.using}. The routine's signal aborts the moment the lock is lost.
    * @example
    * ```ts
-   * const text = await doc.usingRead(5_000, async (signal) => load("doc:7", { signal }));
+   * const doc = redlock.readWriteLock("doc:7");
+   * const text = await doc.usingRead(5_000, async () => redis.get<string>("doc:7"));
    * ```
    */
   usingRead<T>(
@@ -111,7 +116,8 @@ export class ReadWriteLock {
    * routine throws), exactly as {@link Redlock.using}. The routine's signal aborts the moment the lock is lost.
    * @example
    * ```ts
-   * await doc.usingWrite(10_000, async (signal) => save("doc:7", text, { signal }), { maxHold: 60_000 });
+   * const doc = redlock.readWriteLock("doc:7");
+   * await doc.usingWrite(10_000, async () => redis.set("doc:7", "new text"), { maxHold: 60_000 });
    * ```
    */
   usingWrite<T>(
@@ -127,6 +133,7 @@ export class ReadWriteLock {
    * read from every node without taking anything.
    * @example
    * ```ts
+   * const doc = redlock.readWriteLock("doc:7");
    * const { readers, writer, freeInMs } = await doc.inspect();
    * ```
    */
@@ -161,7 +168,8 @@ export class ReadWriteLock {
     const fencing = options.fencing === true;
     if (fencing && kind === "read") throw new InvalidArgumentError("options.fencing", "is for write locks only");
     const read = kind === "read";
-    const line = new Line(rounds.clock, [keys.queue], read ? "r" : "w");
+    const how = lineOptions(policy, rounds.options.nodeTimeout, read ? "r" : "w", rounds.slowRoundMs);
+    const line = new Line(rounds.clock, rounds.nodeClock, [keys.queue], how);
     const script = read ? RW_READ_ACQUIRE : fencing ? FENCED_RW_WRITE_ACQUIRE : RW_WRITE_ACQUIRE;
     const roundKeys = [keys.writer, keys.readers, keys.queue, ...(fencing ? [keys.fence] : [])];
     // What a hold is on a node: a reader's entry in the reader set, or the writer key.
@@ -173,7 +181,10 @@ export class ReadWriteLock {
       args: (value) => [value, String(ttl)],
       holds,
       release: read ? RW_READ_RELEASE : RELEASE,
-      requeue: read ? { script: RW_READ_RELEASE, leave: RW_READ_RELEASE } : undefined,
+      // With the writer key, the last reader out wakes the line.
+      requeue: read
+        ? { script: RW_READ_RELEASE, leave: RW_READ_RELEASE, queues: [keys.queue, keys.writer] }
+        : undefined,
     };
     const scripts = read ? { release: RW_READ_RELEASE, extend: RW_READ_EXTEND } : undefined;
     const strategy: LockStrategy<Lock> = {
@@ -181,13 +192,15 @@ export class ReadWriteLock {
       resources: [this.key],
       ttl,
       line,
-      // "-" is never a lock value: leaving through the writer key deletes nothing, it only takes the ticket out.
+      // A waiter that gives up leaves as a reader's release does: it deletes nothing ("-" is never a lock value), and
+      // wakes the line only when no reader or writer holds.
       leaveKeys: [keys.writer],
+      leave: { script: RW_READ_RELEASE, keys: [keys.readers, keys.queue, keys.writer] },
       fenced: fencing ? { keys: [keys.writer], fenceKeys: [keys.fence] } : undefined,
       next: () => attempt,
       // Its release always sends the line's keys and ticket, a single try's too (the read-write scripts take them).
       build: (grant, attempts, state, fence) => {
-        const queue = { keys: line.queues, ticket: line.ticket };
+        const queue = { keys: read ? [keys.queue, keys.writer] : line.queues, ticket: line.ticket };
         return new Lock([this.key], grant.value, attempts, fence, { ...state, keys: holds, queue, scripts });
       },
     };

@@ -2,49 +2,66 @@
 import { GREATER } from "./decimal.ts";
 import { LONGEST_PTTL, TAKE } from "./mutex-lua.ts";
 import { fairRefusal, grantOrRefuse, grantWithFence, isInteger, unexpected } from "./replies.ts";
-import { QUEUE_CLOCK } from "./queue.ts";
+import { LINE } from "./queue.ts";
 import { KEY_LOCKING, defineScript, type Script } from "./script.ts";
 import type { Vote } from "./vote.ts";
 
 /**
- * KEYS[1..n] resources, KEYS[n+1..2n] their wait queues, then optionally their n fence counters;
- * ARGV[1] value, ARGV[2] ttl ms, ARGV[3] n, ARGV[4] the waiter's ticket, ARGV[5] its lease ms,
- * ARGV[6] "1" to join the queues when refused ("0": one try, never enqueues).
- * Grants exactly where {@link ACQUIRE} would (every resource absent) **and** no live waiter of any of
- * the queues has a smaller ticket; the grant leaves the queues. Otherwise refuses with the longest PTTL
- * (-2 when only the queue stood in the way) and the most waiters ahead in any queue, and (ARGV[6])
- * joins or refreshes the queues with a deadline of the lease from now. The queue only takes grants away.
+ * KEYS[1..n] resources, KEYS[n+1..2n] their lines, then optionally their n fence counters; ARGV[1] value,
+ * ARGV[2] ttl ms, ARGV[3] n, ARGV[4] the waiter's ticket, ARGV[5] how long its entry lives (ms), ARGV[6] "1" to
+ * join the lines when refused ("0": one try, never joins), ARGV[7] the ticket's age (ms since the waiter took it).
+ * Grants exactly where {@link ACQUIRE} would (every resource absent) **and** no live waiter of any of the lines has
+ * a smaller ticket; the grant leaves the lines and tells those still waiting who is first. Otherwise refuses with the
+ * longest PTTL (-2 when only the line stood in the way: then the first in line is woken to claim) and the most
+ * waiters ahead in any line, and (ARGV[6]) joins or refreshes the lines. A ticket whose time is out of step with
+ * the node's clock is neither ordered nor queued where anyone waits or it would have to join: `{0, pttl, -1, now}`
+ * gives the node's time, so the waiter takes a ticket in step. The line only takes grants away.
  * @example
  * ```ts
- * const keys = ["orders:42", "edge-redlock:queue:orders:42"];
- * const reply = await redis.evalsha(sha, keys, [value, "10000", "1", ticket, "300", "1"]); // [0, 4200, 2]
+ * import { scriptSha } from "edge-redlock/scripts";
+ *
+ * const sha = await scriptSha(FAIR_ACQUIRE.lua);
+ * const ticket = "00017324064000009f86d081884c7d65"; // a waiter's: 16 digits of epoch ms, 16 random hex digits
+ * const keys = ["orders:42", "edge-redlock:line:orders:42"];
+ * const reply = await redis.evalsha(sha, keys, [value, "10000", "1", ticket, "3000", "1", "0"]); // [0, 4200, 2]
  * ```
  */
 export const FAIR_ACQUIRE: Script = /* @__PURE__ */ defineScript({
   name: "fair-acquire",
-  lua: () => `${KEY_LOCKING}${GREATER}${LONGEST_PTTL}${TAKE}${QUEUE_CLOCK}local n = tonumber(ARGV[3])
-local ticket = ARGV[4]
+  lua: () => `${KEY_LOCKING}${GREATER}${LONGEST_PTTL}${TAKE}${LINE}local n = tonumber(ARGV[3])
+local ticket, age = ARGV[4], tonumber(ARGV[7]) or 0
 local held, wait = longest_pttl(n)
-local ahead = 0
+local ahead, waiting, step = 0, false, true
 for i = 1, n do
-  local a = waiters_ahead(KEYS[n + i], ticket)
+  local a, count = waiters_ahead(KEYS[n + i], ticket)
   if a > ahead then ahead = a end
+  if count > 0 then waiting = true end
+  if not in_step(KEYS[n + i], ticket, age) then step = false end
 end
+if not held then wait = -2 end
+if not step and (waiting or (held and ARGV[6] == "1")) then return {0, wait, -1, NOW} end
 if held or ahead > 0 then
   if ARGV[6] == "1" then
     for i = 1, n do enqueue(KEYS[n + i], ticket, tonumber(ARGV[5])) end
   end
-  if not held then wait = -2 end
+  if not held then
+    for i = 1, n do wake(KEYS[n + i], nil) end
+  end
   return {0, wait, ahead}
 end
-for i = 1, n do redis.call("ZREM", KEYS[n + i], ticket) end
+for i = 1, n do line_leave(KEYS[n + i], ticket) end
 local fence = take(n, 2 * n)
+if waiting then
+  for i = 1, n do wake(KEYS[n + i], 0) end
+end
 if fence then return {1, fence} end
 return {1}`,
   vote: (reply) => (isRefusal(reply) ? fairRefusal(reply) : grantOrRefuse(reply)),
 });
 
-/** {@link FAIR_ACQUIRE} with fence counters in KEYS: only a grant that carries a counter counts. * @example
+/**
+ * {@link FAIR_ACQUIRE} with fence counters in KEYS: only a grant that carries a counter counts.
+ * @example
  * ```ts
  * FENCED_FAIR_ACQUIRE.vote([1, "1732406400000001"]); // { outcome: "granted", fence: "1732406400000001" }
  * ```
@@ -56,28 +73,33 @@ export const FENCED_FAIR_ACQUIRE: Script = /* @__PURE__ */ defineScript({
 });
 
 /**
- * KEYS[1..n] resources, KEYS[n+1..2n] their wait queues; ARGV[1] value, ARGV[2] ticket, ARGV[3] lease ms.
- * Deletes each resource that still holds the value (as {@link RELEASE}) and puts the ticket back in every
- * queue with a deadline of the lease from now; answers how many resources it deleted. The undoing of a fair
+ * KEYS[1..n] resources, KEYS[n+1..2n] their lines; ARGV[1] value, ARGV[2] ticket, ARGV[3] how long its entry lives
+ * (ms). Deletes each resource that still holds the value (as {@link RELEASE}) and puts the ticket back in every
+ * line with that deadline (a resource it freed wakes the first in line); answers how many resources it deleted.
+ * The undoing of a fair
  * attempt that failed while its waiter keeps waiting: where the attempt was granted, the grant took the ticket
  * out of the queue, and without it the next contender was served there first, over and over, for a waiter that
  * needs that node (one that reaches only a bare quorum of nodes was kept out for seconds).
  * @example
  * ```ts
- * await redis.evalsha(sha, ["orders:42", "edge-redlock:queue:orders:42"], [value, ticket, "300"]); // 1
+ * import { scriptSha } from "edge-redlock/scripts";
+ *
+ * const sha = await scriptSha(REQUEUE.lua);
+ * const ticket = "00017324064000009f86d081884c7d65"; // a waiter's: 16 digits of epoch ms, 16 random hex digits
+ * await redis.evalsha(sha, ["orders:42", "edge-redlock:line:orders:42"], [value, ticket, "300"]); // 1
  * ```
  */
 export const REQUEUE: Script = /* @__PURE__ */ defineScript({
   name: "requeue",
-  lua: () => `${KEY_LOCKING}${QUEUE_CLOCK}${releaseEach("enqueue(KEYS[n + i], ARGV[2], tonumber(ARGV[3]))")}`,
+  lua: () => `${KEY_LOCKING}${LINE}${releaseEach("enqueue(KEYS[n + i], ARGV[2], tonumber(ARGV[3]))")}`,
   vote: (reply) => LEAVE.vote(reply),
 });
 
 /**
- * Lua over KEYS = resources then their queues: deletes each resource that holds ARGV[1], runs `queueStep` on its
- * queue (`KEYS[n + i]`), and answers how many it deleted.
+ * Lua over KEYS = resources then their lines: deletes each resource that holds ARGV[1], runs `lineStep` on its
+ * line (`KEYS[n + i]`), wakes the line where the resource is free, and answers how many it deleted.
  */
-function releaseEach(queueStep: string): string {
+function releaseEach(lineStep: string): string {
   return `local n = #KEYS / 2
 local released = 0
 for i = 1, n do
@@ -85,7 +107,8 @@ for i = 1, n do
     redis.call("DEL", KEYS[i])
     released = released + 1
   end
-  ${queueStep}
+  ${lineStep}
+  if redis.call("EXISTS", KEYS[i]) == 0 then wake(KEYS[n + i], nil) end
 end
 return released`;
 }
@@ -95,17 +118,22 @@ function isRefusal(reply: unknown): boolean {
 }
 
 /**
- * KEYS[1..n] resources, KEYS[n+1..2n] their wait queues; ARGV[1] value, ARGV[2] ticket.
+ * KEYS[1..n] resources, KEYS[n+1..2n] their lines; ARGV[1] value, ARGV[2] ticket.
  * Deletes each resource that still holds the value (as {@link RELEASE}) and takes the ticket out of every
- * queue; answers how many resources it deleted. A waiter that stops waiting, and a fair lock's release.
+ * line (a free resource wakes the first in line); answers how many resources it deleted. A waiter that stops
+ * waiting, and a fair lock's release.
  * @example
  * ```ts
- * await redis.evalsha(sha, ["orders:42", "edge-redlock:queue:orders:42"], [value, ticket]); // 1
+ * import { scriptSha } from "edge-redlock/scripts";
+ *
+ * const sha = await scriptSha(LEAVE.lua);
+ * const ticket = "00017324064000009f86d081884c7d65"; // a waiter's: 16 digits of epoch ms, 16 random hex digits
+ * await redis.evalsha(sha, ["orders:42", "edge-redlock:line:orders:42"], [value, ticket]); // 1
  * ```
  */
 export const LEAVE: Script = /* @__PURE__ */ defineScript({
   name: "leave",
-  lua: () => `${KEY_LOCKING}${releaseEach(`redis.call("ZREM", KEYS[n + i], ARGV[2])`)}`,
+  lua: () => `${KEY_LOCKING}${LINE}${releaseEach(`line_leave(KEYS[n + i], ARGV[2])`)}`,
   vote(reply): Vote {
     if (!isInteger(reply) || reply < 0) return unexpected(reply);
     return reply > 0 ? { outcome: "granted" } : { outcome: "denied" };

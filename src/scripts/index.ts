@@ -18,7 +18,7 @@ export { ACQUIRE, EXTEND, FENCED_ACQUIRE, RELEASE } from "./lock.ts";
 export { FENCE, FENCED_READ, FENCED_WRITE } from "./fencing.ts";
 export { FAIR_SEMAPHORE_ACQUIRE, SEMAPHORE_ACQUIRE } from "./semaphore.ts";
 export { FAIR_ACQUIRE, FENCED_FAIR_ACQUIRE, LEAVE, REQUEUE } from "./fair-mutex.ts";
-export { QUEUE_EPOCH_MS } from "./queue.ts";
+export { CLOCK_STEP_MS, LINE_LINGER_MS, WAKE_PREFIX } from "./queue.ts";
 export {
   FENCED_RW_WRITE_ACQUIRE,
   RW_INSPECT,

@@ -35,6 +35,7 @@ export function grantWithFence(reply: unknown): Vote {
  * @example
  * ```ts
  * fairRefusal([0, 4200, 2]); // { outcome: "denied", pttl: 4200, position: 2 }
+ * fairRefusal([0, 4200, -1, 1764165600000]); // { outcome: "denied", pttl: 4200, nodeTime: 1764165600000 }
  * ```
  */
 export function fairRefusal(reply: unknown): Vote {
@@ -48,6 +49,18 @@ export function fairRefusal(reply: unknown): Vote {
     reply[2] >= 0
   )
     return { outcome: "denied", pttl: reply[1], position: reply[2] };
+  // The ticket was out of step with the node's clock: it gives its time, so the waiter takes a ticket in step.
+  if (
+    Array.isArray(reply) &&
+    reply.length === 4 &&
+    reply[0] === 0 &&
+    isInteger(reply[1]) &&
+    reply[1] >= -2 &&
+    reply[2] === -1 &&
+    isInteger(reply[3]) &&
+    reply[3] > 0
+  )
+    return { outcome: "denied", pttl: reply[1], nodeTime: reply[3] };
   return unexpected(reply);
 }
 

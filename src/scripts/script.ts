@@ -8,6 +8,8 @@ import type { Vote } from "./vote.ts";
  * script starts with {@link KEY_LOCKING}, and every key it touches travels in KEYS.
  * @example
  * ```ts
+ * import { ACQUIRE } from "edge-redlock/scripts";
+ *
  * const vote = ACQUIRE.vote([1]); // { outcome: "granted" }
  * ```
  */
@@ -41,11 +43,6 @@ export interface Script {
  * A script as it is written: its Lua behind a function, built on first use and kept. Each script is
  * defined with a pure call, so a bundler drops the scripts of features a user does not import (the Lua
  * is most of their size; a template literal at module level would keep them all).
- * @example
- * ```ts
- * const granted = (): Vote => ({ outcome: "granted" });
- * export const PING: Script = defineScript({ name: "inspect", lua: () => "return 1", vote: granted });
- * ```
  */
 export function defineScript(source: Omit<Script, "lua"> & { lua: () => string }): Script {
   let lua: string | undefined;
@@ -73,6 +70,8 @@ const SHEBANG = /^#!lua(?:[ \t]+flags=([^\n]*))?\n/;
  * proxy): other flags stay; the shebang line goes when that flag was its only one.
  * @example
  * ```ts
+ * import { ACQUIRE } from "edge-redlock/scripts";
+ *
  * withoutKeyLocking(ACQUIRE.lua).startsWith("#!lua"); // false
  * ```
  */
@@ -103,7 +102,7 @@ function stripKeyLocking(lua: string): string {
  * it does not accept the key-locking flag (Redis 7: `ERR Unexpected flag in script shebang: allow-key-locking`).
  * @example
  * ```ts
- * if (rejectsKeyLocking(errorText(error))) useScriptsWithoutTheFlag();
+ * rejectsKeyLocking("ERR Unexpected flag in script shebang: allow-key-locking"); // true
  * ```
  */
 export function rejectsKeyLocking(text: string): boolean {
@@ -116,7 +115,9 @@ const shas = new Map<string, Promise<string>>();
  * The SHA-1 of a script's source, as EVALSHA wants it, from Web Crypto (computed once per source).
  * @example
  * ```ts
- * await redis.evalsha(await scriptSha(ACQUIRE.lua), keys, args);
+ * import { ACQUIRE } from "edge-redlock/scripts";
+ *
+ * await redis.evalsha(await scriptSha(ACQUIRE.lua), ["orders:42"], [value, "10000"]);
  * ```
  */
 export function scriptSha(lua: string): Promise<string> {

@@ -26,10 +26,6 @@ export interface SemaphoreInspection {
 
 /**
  * How many permits of a semaphore a quorum holds, from its slot keys (see {@link SemaphoreInspection}).
- * @example
- * ```ts
- * const inspection = await inspectSlots(rounds, "renders", slotKeys);
- * ```
  */
 export async function inspectSlots(rounds: Rounds, key: string, slots: string[]): Promise<SemaphoreInspection> {
   const readings = await readAll(rounds, slots);

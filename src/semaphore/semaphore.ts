@@ -8,8 +8,8 @@ import { Lock, type LockState } from "../lock/lock.ts";
 import { RESERVED_PREFIX, type AcquireOptions, type UsingOptions } from "../options.ts";
 import type { Rounds } from "../quorum/rounds.ts";
 import { acquire, type LockStrategy } from "../lock/acquire.ts";
-import { Line, SEMAPHORE_QUEUE_PREFIX } from "../lock/line.ts";
-import { FAIR_SEMAPHORE_ACQUIRE, SEMAPHORE_ACQUIRE } from "../scripts/semaphore.ts";
+import { Line, lineOptions, SEMAPHORE_LINE_PREFIX } from "../lock/line.ts";
+import { FAIR_SEMAPHORE_ACQUIRE } from "../scripts/semaphore.ts";
 import { randomUnit } from "../support/random.ts";
 import { freeSlot } from "./slots.ts";
 
@@ -57,8 +57,9 @@ export class Permit extends Lock {
  * per node and calling a permit valid on a majority over-admits: docs/SAFETY.md, "Semaphores".)
  * @example
  * ```ts
+ * declare function render(job: string, options: { signal: AbortSignal }): Promise<Uint8Array>; // your own work
  * const renders = redlock.semaphore("renders", 2);
- * const pdf = await renders.using(30_000, async (signal) => render(job, { signal }));
+ * const pdf = await renders.using(30_000, async (signal) => render("invoice:7", { signal }));
  * ```
  */
 export class Semaphore {
@@ -95,7 +96,7 @@ export class Semaphore {
    * @example
    * ```ts
    * const permit = await semaphore.acquire(10_000, { maxWait: 5_000 });
-   * try { await callUpstream(); } finally { await permit.release(); }
+   * try { await fetch("https://api.example.com/"); } finally { await permit.release(); }
    * ```
    */
   async acquire(ttl: number, options: AcquireOptions = {}): Promise<Permit> {
@@ -103,11 +104,16 @@ export class Semaphore {
     checkTtl(ttl, rounds.options.nodeTimeout);
     const policy = checkRetryPolicy(options, rounds.options);
     if (options.fencing) throw new InvalidArgumentError("options.fencing", "is not available for semaphore permits");
-    // Fair (the default): waiters are admitted in ticket order, one queue per semaphore, in the same request.
-    const fair = (options.fair ?? rounds.options.fair) !== false;
-    const line = fair ? new Line(rounds.clock, [SEMAPHORE_QUEUE_PREFIX + this.key]) : undefined;
-    const script = line ? FAIR_SEMAPHORE_ACQUIRE : SEMAPHORE_ACQUIRE;
-    const keys = [...this.#slots, ...(line?.queues ?? [])];
+    // Waiters are admitted in ticket order, one line per semaphore, in the same request.
+    const queues = [SEMAPHORE_LINE_PREFIX + this.key];
+    const line = new Line(
+      rounds.clock,
+      rounds.nodeClock,
+      queues,
+      lineOptions(policy, rounds.options.nodeTimeout, undefined, rounds.slowRoundMs),
+    );
+    const script = FAIR_SEMAPHORE_ACQUIRE;
+    const keys = [...this.#slots, ...line.queues];
     let slot = Math.floor(randomUnit() * this.limit);
     let take = slot;
     const tried = new Set<number>();
@@ -140,7 +146,7 @@ export class Semaphore {
    * when the routine throws — exactly as {@link Redlock.using} does for a lock.
    * @example
    * ```ts
-   * const answer = await semaphore.using(10_000, async (signal) => fetch(upstream, { signal }));
+   * const answer = await semaphore.using(10_000, async (signal) => fetch("https://api.example.com/", { signal }));
    * ```
    */
   async using<T>(

@@ -36,10 +36,6 @@ export function announcingController(): AnnouncingController {
 
 /**
  * Aborts `controller` (its signal's listeners run as usual), then tells its signal's watcher, if any.
- * @example
- * ```ts
- * announceAbort(request, new DOMException("node request timed out", "TimeoutError"));
- * ```
  */
 export function announceAbort(announcing: AnnouncingController, reason: unknown): void {
   const controller = announcing as unknown as AbortController;
@@ -57,10 +53,6 @@ export function announceAbort(announcing: AnnouncingController, reason: unknown)
  * Follows `signal`'s abort without a listener, if it is an announcing signal nobody watches yet: true
  * then, and `watcher.aborted` is called once it aborts (unless {@link unwatchAbort} came first). False
  * for any other signal: the caller listens to its `abort` event instead.
- * @example
- * ```ts
- * if (!watchAbort(signal, batch)) signal.addEventListener("abort", batch, { once: true });
- * ```
  */
 export function watchAbort(signal: AbortSignal, watcher: AbortWatcher): boolean {
   const announcing = signal as Announcing;
@@ -71,10 +63,6 @@ export function watchAbort(signal: AbortSignal, watcher: AbortWatcher): boolean 
 
 /**
  * Stops following `signal` (set with {@link watchAbort}); nothing for another watcher's signal.
- * @example
- * ```ts
- * unwatchAbort(signal, batch);
- * ```
  */
 export function unwatchAbort(signal: AbortSignal, watcher: AbortWatcher): void {
   const announcing = signal as Announcing;

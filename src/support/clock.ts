@@ -6,6 +6,8 @@ import { announceAbort, announcingController, type AnnouncingController } from "
  * `Date.now()`, `setTimeout` and `AbortSignal.timeout`. Tests pass a virtual clock.
  * @example
  * ```ts
+ * import { Redlock } from "edge-redlock";
+ *
  * const redlock = new Redlock(nodes, { clock: systemClock });
  * ```
  */
@@ -127,10 +129,6 @@ function sharedTimeout(ms: number): Deadline {
 /**
  * Aborts when any of the given signals aborts, with that signal's reason.
  * Uses `AbortSignal.any` where the runtime has it.
- * @example
- * ```ts
- * const signal = anySignal([clock.timeout(500).signal, callerSignal]);
- * ```
  */
 export function anySignal(signals: (AbortSignal | undefined)[]): AbortSignal {
   const present = signals.filter((s): s is AbortSignal => s !== undefined);
@@ -145,4 +143,34 @@ export function anySignal(signals: (AbortSignal | undefined)[]): AbortSignal {
     signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
   }
   return controller.signal;
+}
+
+/**
+ * The nodes' clock as one Redlock has learned it: its own epoch plus the offset the nodes reported when they refused
+ * a ticket out of step. Shared by the acquisitions of one Redlock, so only the first one pays for a wrong clock.
+ * @example
+ * ```ts
+ * const nodeClock = new NodeClock(systemClock);
+ * nodeClock.learn([Date.now() + 3_600_000]); // this host is an hour behind
+ * ```
+ */
+export class NodeClock {
+  readonly #clock: Clock;
+  #offset = 0;
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  /** Epoch ms as the nodes count them. */
+  epoch(): number {
+    return this.#clock.epoch() + this.#offset;
+  }
+
+  /** The nodes' times, as they answered just now: the offset becomes their median's distance from this clock. */
+  learn(nodeTimes: readonly number[]): void {
+    if (nodeTimes.length === 0) return;
+    const sorted = [...nodeTimes].sort((a, b) => a - b);
+    this.#offset = sorted[Math.floor((sorted.length - 1) / 2)] - this.#clock.epoch();
+  }
 }

@@ -73,10 +73,6 @@ export function toHex(bytes: Uint8Array): string {
 /**
  * A uniform random number in [0, 1) from `crypto.getRandomValues` (32 bits, from the same blocks as
  * {@link pooledValue}).
- * @example
- * ```ts
- * const delay = base + (randomUnit() * 2 - 1) * jitter;
- * ```
  */
 export function randomUnit(): number {
   const at = reserve(4);

@@ -5,6 +5,8 @@
  * the node applies it.
  * @example
  * ```ts
+ * import { startLocalNodes } from "edge-redlock/testing";
+ *
  * const local = await startLocalNodes();
  * await local.faults[0].cut(); // node 1 drops every request: a partition
  * await local.faults[0].reset();
@@ -50,6 +52,9 @@ export interface NodeFaults {
  * @returns the node's fault controls
  * @example
  * ```ts
+ * import { startLocalNodes } from "edge-redlock/testing";
+ *
+ * const local = await startLocalNodes();
  * await nodeFaults(local.nodes[2].adminUrl).latency(250);
  * ```
  */

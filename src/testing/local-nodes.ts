@@ -8,6 +8,7 @@ import { missingIoredis, missingRedisServer } from "./missing.ts";
  * How to reach one local node.
  * @example
  * ```ts
+ * const local = await startLocalNodes();
  * const { url, token } = local.nodes[0];
  * ```
  */
@@ -26,6 +27,8 @@ export interface LocalNode {
  * Running local nodes.
  * @example
  * ```ts
+ * import { Redlock } from "edge-redlock";
+ *
  * await using local = await startLocalNodes();
  * const redlock = Redlock.fromEnv(local.env);
  * ```

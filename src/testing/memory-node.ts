@@ -1,8 +1,10 @@
 // An in-process Redis node with the semantics of the library's scripts: the project's simulator, held to
-// the same replies and keys as the real scripts on real Redis (test/integration/sim-conformance.test.ts).
+// the same replies, keys and wakeups as the real scripts on real Redis
+// (test/integration/testing/sim-conformance.test.ts).
 // Web standards only: it runs in workerd, edge runtimes, Deno, Bun and Node.
 import type { RedlockNode } from "../node/node.ts";
-import { QUEUE_EPOCH_MS } from "../scripts/queue.ts";
+import { CLOCK_STEP_MS, LINE_LINGER_MS, WAKE_PREFIX } from "../scripts/queue.ts";
+import { READERS_CLOCK_MEMBER } from "../scripts/readers.ts";
 import type { Script } from "../scripts/script.ts";
 import { ReaderSets } from "./memory-readers.ts";
 
@@ -23,6 +25,11 @@ import { ReaderSets } from "./memory-readers.ts";
 export interface MemoryClock {
   /** Milliseconds on a monotonic scale. */
   now(): number;
+  /**
+   * Epoch milliseconds: what the node's `TIME` answers (plus its `clockSkewMs`). Without it, `now()` (the real
+   * clock has it: `Date.now()`).
+   */
+  epoch?(): number;
   /** Calls `fire` after `ms`; returns a function that cancels it. */
   schedule(ms: number, fire: () => void): () => void;
 }
@@ -32,6 +39,7 @@ export interface MemoryClock {
  * never answers (until the caller's timeout), `garbage` answers a reply the library cannot read.
  * @example
  * ```ts
+ * const nodes = [new MemoryNode("a"), new MemoryNode("b"), new MemoryNode("c")];
  * nodes[0].mode = "down";
  * ```
  */
@@ -41,7 +49,11 @@ export type MemoryMode = "up" | "down" | "hang" | "garbage";
  * One request a {@link MemoryNode} received, for assertions.
  * @example
  * ```ts
- * expect(nodes[0].requests.map((r) => r.script)).toEqual(["acquire", "release"]);
+ * import { Redlock } from "edge-redlock";
+ *
+ * const node = new MemoryNode("a");
+ * await new Redlock([node]).using(["k"], 5_000, async () => {});
+ * node.requests.map((r) => r.script); // ["fair-acquire", "leave"]
  * ```
  */
 export interface MemoryRequest {
@@ -61,6 +73,7 @@ export interface MemoryRequest {
  * A subscription made by {@link MemoryNode.subscribe}, once the node confirmed it.
  * @example
  * ```ts
+ * const node = new MemoryNode("a");
  * const subscription = await node.subscribe("wake:orders", (message) => console.log(message), signal);
  * await subscription.closed; // the signal aborted, or the node cut the subscription
  * ```
@@ -82,19 +95,120 @@ interface Listener {
 /** What Redis answers when a script passes a missing (nil) argument to a command. */
 const LUA_ARGUMENT_ERROR = "ERR Lua redis() command arguments must be strings or integers";
 
+/** At most this many tickets in one wakeup (the Lua's `SHOWN`, src/scripts/queue.ts). */
+const WAKE_SHOWN = 8;
+
+/** Whitespace as Lua's `tonumber` skips it around a number (C's `isspace`). */
+const LUA_SPACE = /^[ \t\n\v\f\r]+|[ \t\n\v\f\r]+$/g;
+
 /**
- * A lease argument as the queue scripts read it (`tonumber`): a number, else the script fails (Lua's `tonumber`
- * gives nil for a missing, blank or non-numeric text, and the ZADD or the addition after it fails).
+ * Lua 5.1's `tonumber(text)` (strtod, as glibc reads it): decimal and hex numbers, `inf` and `nan`, with
+ * whitespace around; undefined where Lua gives nil.
  */
-function leaseOf(text: string | undefined): number {
-  const lease = text === undefined || text.trim() === "" ? Number.NaN : Number(text);
-  if (Number.isNaN(lease)) throw new Error("ERR the lease is not a number");
-  return lease;
+function luaNumber(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const s = text.replace(LUA_SPACE, "");
+  const sign = s.startsWith("-") ? -1 : 1;
+  const bare = s.replace(/^[+-]/, "");
+  if (/^(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(bare)) return sign * Number(bare);
+  const hex = /^0x([0-9a-f]*)(?:\.([0-9a-f]*))?(?:p([+-]?\d+))?$/i.exec(bare);
+  if (hex && (hex[1] + (hex[2] ?? "")).length > 0) {
+    const digits = hex[1] + (hex[2] ?? "");
+    return (sign * Number.parseInt(digits, 16) * 2 ** Number(hex[3] ?? 0)) / 16 ** (hex[2] ?? "").length;
+  }
+  if (/^inf(inity)?$/i.test(bare)) return sign * Number.POSITIVE_INFINITY;
+  if (/^nan$/i.test(bare)) return Number.NaN;
+  return undefined;
+}
+
+/** Lua's `string.sub(s, from, to)` (1-based, on bytes): a ticket is printable ASCII, anything else is cut as UTF-8. */
+function luaSub(s: string, from: number, to = -1): string {
+  if (/^[ -~]*$/.test(s))
+    return s.slice(Math.max(0, from < 0 ? s.length + from : from - 1), to < 0 ? s.length + to + 1 : to);
+  const bytes = new TextEncoder().encode(s);
+  const start = from < 0 ? bytes.length + from : from - 1;
+  return new TextDecoder().decode(bytes.slice(Math.max(0, start), to < 0 ? bytes.length + to + 1 : to));
+}
+
+/** Lua's `<` on strings: byte order in the C locale; tickets (`[0-9a-f]`, then `r` or `w`) sort so in any locale. */
+const luaLess = (a: string, b: string | undefined): boolean => {
+  if (b === undefined) throw new Error("ERR attempt to compare string with nil");
+  return a < b;
+};
+
+/** Lua's `math.max(a, b)`: a unless b is greater (so a NaN b gives a). */
+const luaMax = (a: number, b: number): number => (b > a ? b : a);
+
+/** A command's argument: a nil (missing) one fails the call, as `redis.call` does. */
+function arg(value: string | undefined): string {
+  if (value === undefined) throw new Error(LUA_ARGUMENT_ERROR);
+  return value;
+}
+
+/** `KEYS[i]` or `ARGV[i]` in Lua: 1-based; an index past the end, or no integer, is nil. */
+const at = (list: readonly string[], i: number): string | undefined =>
+  Number.isInteger(i) && i >= 1 ? list[i - 1] : undefined;
+
+/** A Lua number that Redis reads as an integer argument (it is sent as `%.17g`): else the command fails. */
+function integerArgument(n: number): number {
+  if (!Number.isInteger(n) || Math.abs(n) >= 1e17) throw new Error("ERR value is not an integer or out of range");
+  return n;
+}
+
+/** `redis.sha1hex`: SHA-1 of the UTF-8 bytes of `text`, in lowercase hex. Synchronous, as a script runs. */
+function sha1Hex(text: string): string {
+  const data = new TextEncoder().encode(text);
+  const blocks = ((data.length + 8) >> 6) + 1;
+  const words = new Uint32Array(blocks * 16);
+  for (let i = 0; i < data.length; i++) words[i >> 2] |= data[i] << (24 - (i & 3) * 8);
+  words[data.length >> 2] |= 0x80 << (24 - (data.length & 3) * 8);
+  words[blocks * 16 - 2] = Math.floor(data.length / 0x20000000);
+  words[blocks * 16 - 1] = (data.length * 8) >>> 0;
+  const h = [0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0];
+  const w = new Uint32Array(80);
+  for (let block = 0; block < blocks; block++) {
+    for (let t = 0; t < 16; t++) w[t] = words[block * 16 + t];
+    for (let t = 16; t < 80; t++) {
+      const x = w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16];
+      w[t] = (x << 1) | (x >>> 31);
+    }
+    let [a, b, c, d, e] = h;
+    for (let t = 0; t < 80; t++) {
+      const [f, k] =
+        t < 20
+          ? [(b & c) | (~b & d), 0x5a827999]
+          : t < 40
+            ? [b ^ c ^ d, 0x6ed9eba1]
+            : t < 60
+              ? [(b & c) | (b & d) | (c & d), 0x8f1bbcdc]
+              : [b ^ c ^ d, 0xca62c1d6];
+      const next = (((a << 5) | (a >>> 27)) + f + e + k + w[t]) >>> 0;
+      [e, d, c, b, a] = [d, c, ((b << 30) | (b >>> 2)) >>> 0, a, next];
+    }
+    for (const [i, word] of [a, b, c, d, e].entries()) h[i] = (h[i] + word) >>> 0;
+  }
+  return h.map((word) => word.toString(16).padStart(8, "0")).join("");
+}
+
+/** A line as Redis holds it, a sorted set: ticket → deadline (the node's TIME, ms), and when the key expires. */
+interface LineSet {
+  members: Map<string, number>;
+  /** On the node's clock (`now()`); `Infinity`: no expiry. */
+  expiresAt: number;
+}
+
+/** The time of one script: Redis answers TIME and checks expiries with the time the script started. */
+interface ScriptTime {
+  /** The node's clock (`now()`), for expiries. */
+  now: number;
+  /** `TIME` in µs. */
+  timeUs: number;
 }
 
 /** The wall clock: `performance.now()` where it exists, timers for latency. */
 const REAL_CLOCK: MemoryClock = {
   now: () => (typeof performance === "object" ? performance.now() : Date.now()),
+  epoch: () => Date.now(),
   schedule(ms, fire) {
     const timer = setTimeout(fire, Math.max(0, ms));
     return () => clearTimeout(timer);
@@ -103,12 +217,16 @@ const REAL_CLOCK: MemoryClock = {
 
 /**
  * One in-memory database that runs the library's scripts (acquire, fenced acquire, release, extend, the
- * fencing write-back, semaphore, the fair queue, the read-write lock, inspect) with Redis' semantics: keys with
- * expiries, fence counters that never expire. A `RedlockNode`: hand an array of them to `new Redlock(...)`. Set
- * `mode` and `latency` to make it fail or slow. It also has Redis' publish/subscribe (`publish`, `subscribe`),
- * with `dropMessages`, `messageDelayMs` and `cutSubscriptions()` to lose, slow or cut the messages.
+ * fencing write-back, semaphore, the fair line, the read-write lock, inspect) with Redis' semantics: keys with
+ * expiries, fence counters that never expire, lines whose entries carry deadlines on the node's `TIME` (see
+ * {@link MemoryNode.time}) and whose scripts publish wakeups through {@link MemoryNode.publish}, as the Lua does. A
+ * `RedlockNode`: hand an array of them to `new Redlock(...)`. Set `mode` and `latency` to make it fail or slow. It
+ * also has Redis' publish/subscribe (`publish`, `subscribe`), with `dropMessages`, `messageDelayMs` and
+ * `cutSubscriptions()` to lose, slow or cut the messages.
  * @example
  * ```ts
+ * import { Redlock } from "edge-redlock";
+ *
  * const nodes = [new MemoryNode("a"), new MemoryNode("b"), new MemoryNode("c")];
  * const redlock = new Redlock(nodes);
  * nodes[2].mode = "down"; // a quorum (2 of 3) still holds
@@ -128,7 +246,10 @@ export class MemoryNode implements RedlockNode {
   readonly requests: MemoryRequest[] = [];
   /** A request the caller gave up on still runs when it arrives (the network delivered it anyway). */
   deliverLate = false;
-  /** This node's clock runs ahead (+) or behind (−) by this many ms (what its `TIME` returns). */
+  /**
+   * This node's clock runs ahead (+) or behind (−) by this many ms (what its `TIME` returns): the lines refuse
+   * tickets more than `CLOCK_STEP_MS` out of step with it, and fence counters start from it.
+   */
   clockSkewMs = 0;
   /** Fence counters: they never expire. */
   readonly counters: Map<string, bigint> = new Map<string, bigint>();
@@ -144,10 +265,12 @@ export class MemoryNode implements RedlockNode {
   /** Subscribers by channel. */
   readonly #channels = new Map<string, Set<Listener>>();
   #store = new Map<string, { value: string; expiresAt: number }>();
-  /** Wait queues (sorted sets): ticket → deadline on the queue's own clock (QUEUE_EPOCH_MS − its PTTL). */
-  #queues = new Map<string, { waiters: Map<string, number>; expiresAt: number }>();
+  /** The fair scripts' lines (sorted sets): ticket → deadline on the node's TIME. */
+  #lines = new Map<string, LineSet>();
   /** The read-write locks' reader sets. */
   readonly #readers: ReaderSets;
+  /** While a script runs: the time it started, which every expiry and `TIME` of it reads. */
+  #scriptTime: ScriptTime | undefined;
 
   /**
    * A node named `label` on `clock` (default: the real clock).
@@ -157,7 +280,7 @@ export class MemoryNode implements RedlockNode {
   constructor(label = "memory", clock: MemoryClock = REAL_CLOCK) {
     this.label = label;
     this.clock = clock;
-    this.#readers = new ReaderSets(clock);
+    this.#readers = new ReaderSets({ now: () => this.#now() });
   }
 
   /** The live readers of a read-write lock's reader set (value → ms left). */
@@ -168,13 +291,13 @@ export class MemoryNode implements RedlockNode {
   /** The live value of `key`, if any. */
   get(key: string): string | undefined {
     const entry = this.#store.get(key);
-    if (!entry || entry.expiresAt <= this.clock.now()) return undefined;
+    if (!entry || entry.expiresAt <= this.#now()) return undefined;
     return entry.value;
   }
 
   /** Sets `key` directly (as another holder would), expiring after `ttl` ms (`Infinity`: never). */
   set(key: string, value: string, ttl: number): void {
-    this.#store.set(key, { value, expiresAt: this.clock.now() + ttl });
+    this.#store.set(key, { value, expiresAt: this.#now() + ttl });
   }
 
   /** Deletes `key` directly. */
@@ -185,9 +308,9 @@ export class MemoryNode implements RedlockNode {
   /** The remaining time of `key` in ms, -2 when it is absent (as Redis' PTTL). */
   pttl(key: string): number {
     const entry = this.#store.get(key);
-    if (!entry || entry.expiresAt <= this.clock.now()) return -2;
+    if (!entry || entry.expiresAt <= this.#now()) return -2;
     if (entry.expiresAt === Number.POSITIVE_INFINITY) return -1; // no expiry
-    return Math.ceil(entry.expiresAt - this.clock.now()); // whole ms, as Redis answers
+    return Math.ceil(entry.expiresAt - this.#now()); // whole ms, as Redis answers
   }
 
   /** Keys with a live value. */
@@ -195,10 +318,10 @@ export class MemoryNode implements RedlockNode {
     return [...this.#store.keys()].filter((key) => this.get(key) !== undefined);
   }
 
-  /** Forgets every key, queue and counter (a restart that lost its data). */
+  /** Forgets every key, line and counter (a restart that lost its data). */
   flush(): void {
     this.#store.clear();
-    this.#queues.clear();
+    this.#lines.clear();
     this.#readers.clear();
     this.counters.clear();
   }
@@ -214,6 +337,7 @@ export class MemoryNode implements RedlockNode {
    * @returns the number of subscribers of `channel`
    * @example
    * ```ts
+   * const node = new MemoryNode("a");
    * node.publish("wake:orders", "released"); // 1 when one subscriber listens
    * ```
    */
@@ -244,7 +368,7 @@ export class MemoryNode implements RedlockNode {
    * @returns once subscribed: a PUBLISH from then on reaches `onMessage`
    * @example
    * ```ts
-   * const [node] = memoryNodes(1);
+   * const node = new MemoryNode("a");
    * const stop = new AbortController();
    * const woken: string[] = [];
    * await node.subscribe("wake:orders", (message) => woken.push(message), stop.signal);
@@ -282,7 +406,8 @@ export class MemoryNode implements RedlockNode {
    * @returns how many subscriptions it ended
    * @example
    * ```ts
-   * nodes[0].cutSubscriptions(); // a waiter's wakeup stream on node 1 is gone
+   * const node = new MemoryNode("a");
+   * node.cutSubscriptions(); // 1 when a waiter listened for its wakeup: its stream is gone
    * ```
    */
   cutSubscriptions(): number {
@@ -311,26 +436,65 @@ export class MemoryNode implements RedlockNode {
     return { closed };
   }
 
-  /** A wait queue's entries (ticket → deadline on the queue's clock), as `ZRANGE … WITHSCORES` lists them. */
+  /**
+   * A line's entries as `ZRANGE … WITHSCORES` lists them: ticket → deadline, in epoch ms on the node's `TIME`
+   * (see {@link MemoryNode.time}). Entries past their deadline stay until a script of the line drops them, as on
+   * Redis; undefined when the line's key is absent or expired.
+   * @example
+   * ```ts
+   * const node = new MemoryNode("a");
+   * node.queue("edge-redlock:line:orders:42"); // one waiter: Map { "0001764165600000…00200" => 1764165612000 }
+   * ```
+   */
   queue(key: string): Map<string, number> | undefined {
-    const queue = this.#queues.get(key);
-    if (!queue || queue.expiresAt <= this.clock.now()) return undefined;
-    return queue.waiters;
+    const line = this.#line(key);
+    return line && new Map(line.members);
   }
 
-  /** The tickets of a wait queue whose lease has not run out (what the scripts count as waiting). */
+  /**
+   * The tickets of a line whose deadline is still ahead of the node's `TIME` (what the scripts count as waiting),
+   * in line order (smallest ticket first).
+   * @example
+   * ```ts
+   * const node = new MemoryNode("a");
+   * node.liveWaiters("edge-redlock:line:orders:42").length; // 2 with two waiters in line
+   * ```
+   */
   liveWaiters(key: string): string[] {
-    const queue = this.#queues.get(key);
-    if (!queue || queue.expiresAt <= this.clock.now()) return [];
-    const now = QUEUE_EPOCH_MS - (queue.expiresAt - this.clock.now());
-    return [...queue.waiters].filter(([, deadline]) => deadline > now).map(([ticket]) => ticket);
+    const now = this.time();
+    const members = [...(this.#line(key)?.members ?? [])];
+    return members
+      .filter(([, deadline]) => deadline > now)
+      .map(([ticket]) => ticket)
+      .sort();
   }
 
-  /** A wait queue's PTTL (-2: absent). */
+  /**
+   * The PTTL of a line's key (-2: absent, -1: no expiry): a line key lives {@link LINE_LINGER_MS} past the last
+   * deadline of its waiters.
+   * @example
+   * ```ts
+   * const node = new MemoryNode("a");
+   * node.queuePttl("edge-redlock:line:orders:42"); // 17000 for an entry of 12000 ms
+   * ```
+   */
   queuePttl(key: string): number {
-    const queue = this.#queues.get(key);
-    if (!queue || queue.expiresAt <= this.clock.now()) return -2;
-    return queue.expiresAt - this.clock.now();
+    const line = this.#line(key);
+    if (!line) return -2;
+    return line.expiresAt === Number.POSITIVE_INFINITY ? -1 : Math.ceil(line.expiresAt - this.#now());
+  }
+
+  /**
+   * What the node's `TIME` answers now, in epoch ms (its clock's `epoch()`, plus `clockSkewMs`): the time the
+   * lines' deadlines and tickets are checked against.
+   * @example
+   * ```ts
+   * const node = new MemoryNode("a");
+   * node.time(); // 1764165600000: a waiter's ticket taken at this time is in step with the node
+   * ```
+   */
+  time(): number {
+    return Math.floor(this.#timeUs() / 1000);
   }
 
   /** Runs `script` after the node's latency, as the mode says; rejects when `signal` aborts first. */
@@ -356,16 +520,22 @@ export class MemoryNode implements RedlockNode {
                 return reject(new TypeError("fetch failed", { cause: { code: "ECONNREFUSED" } }));
               if (mode === "garbage") return resolve({ html: "<h1>502</h1>" });
               request.ranAt = this.clock.now();
+              this.#scriptTime = { now: this.clock.now(), timeUs: this.#timeUs() };
               try {
                 resolve(this.execute(script.name, keys, args));
               } catch (error) {
                 reject(error);
+              } finally {
+                this.#scriptTime = undefined;
               }
             });
     });
   }
 
-  /** What the script named `name` does to the store, and its reply (as Redis would send it). */
+  /**
+   * What the script named `name` does to the store, and its reply (as Redis would send it). The fair scripts follow
+   * their Lua step by step, failures included: a script that fails keeps what it did before, as on Redis.
+   */
   protected execute(name: string, keys: string[], args: string[]): unknown {
     const [value, ttlText] = args;
     const ttl = Number(ttlText);
@@ -379,11 +549,11 @@ export class MemoryNode implements RedlockNode {
       case "fair-acquire":
         return this.#fairAcquire(keys, args);
       case "fair-semaphore-acquire":
-        return this.#fairSemaphore(keys, value, ttl, args);
+        return this.#fairSemaphore(keys, args);
       case "leave":
-        return this.#leave(keys, value, args[1]);
+        return this.#releaseEach(keys, args, (q) => this.#zrem(q, args[1]));
       case "requeue":
-        return this.#requeue(keys, value, args[1], args[2]);
+        return this.#releaseEach(keys, args, (q, now) => this.#enqueue(q, args[1], luaNumber(args[2]), now));
       case "rw-read-acquire":
         return this.#readAcquire(keys, args);
       case "rw-write-acquire":
@@ -391,7 +561,7 @@ export class MemoryNode implements RedlockNode {
       case "rw-read-extend":
         return this.#readers.extend(keys[0], value, ttl) ? [1] : [0, -2];
       case "rw-read-release":
-        return this.#readRelease(keys, value, args[1], args[2]);
+        return this.#readRelease(keys, args);
       case "rw-inspect":
         return [this.get(keys[0]) ?? 0, this.pttl(keys[0]), [...this.#readers.live(keys[1])].flat()];
       case "inspect":
@@ -408,25 +578,52 @@ export class MemoryNode implements RedlockNode {
     }
   }
 
+  /** ACQUIRE: KEYS[1..n] (n = ARGV[3], else #KEYS) where none is held, with fence counters after them. */
   #acquire(keys: string[], args: string[]): unknown {
-    const [value, ttlText, countText] = args;
-    const n = Number(countText ?? keys.length);
-    const resources = keys.slice(0, n);
-    const pttls = resources.map((key) => this.pttl(key)).filter((pttl) => pttl !== -2);
-    if (pttls.length > 0) return [0, pttls.includes(-1) ? -1 : Math.max(...pttls)];
+    const n = luaNumber(args[2]) ?? keys.length;
+    const [held, wait] = this.#longestPttl(keys, n);
+    if (held) return [0, wait];
+    const fence = this.#take(keys, args, n, n);
+    return fence === undefined ? [1] : [1, fence];
+  }
+
+  /** Lua `longest_pttl(n)`: whether any of KEYS[1..n] is held, and the longest PTTL (-1: one never expires). */
+  #longestPttl(keys: string[], n: number): [boolean, number] {
+    let held = false;
+    let wait = 0;
+    for (let i = 1; i <= n; i++) {
+      const pttl = this.#pttl(at(keys, i));
+      if (pttl === -2) continue;
+      held = true;
+      if (pttl === -1 || wait === -1) wait = -1;
+      else if (pttl > wait) wait = pttl;
+    }
+    return [held, wait];
+  }
+
+  /**
+   * Lua `take(n, fences)`: sets KEYS[1..n] to ARGV[1] for ARGV[2] ms; each counter KEYS[fences + i] rises past
+   * the node's TIME in µs (see docs/SAFETY.md). The largest counter, as a decimal; undefined without counters.
+   */
+  #take(keys: string[], args: string[], n: number, fences: number): string | undefined {
     let fence: bigint | undefined;
-    resources.forEach((key, i) => {
-      this.set(key, value, Number(ttlText));
-      const counter = keys[n + i];
-      if (counter === undefined) return;
-      // The fenced acquire: the counter rises past the node's TIME in microseconds (see docs/SAFETY.md).
-      const timeUs = BigInt(Math.max(0, Math.round((this.#epoch() + this.clockSkewMs) * 1000)));
-      const incremented = (this.counters.get(counter) ?? 0n) + 1n;
-      const next = incremented > timeUs ? incremented : timeUs;
-      this.counters.set(counter, next);
+    for (let i = 1; i <= n; i++) {
+      this.#setPx(at(keys, i), args[0], args[1]);
+      const counter = at(keys, fences + i);
+      if (counter === undefined) continue;
+      const next = this.#advanceCounter(counter);
       if (fence === undefined || next > fence) fence = next;
-    });
-    return fence === undefined ? [1] : [1, String(fence)];
+    }
+    return fence === undefined ? undefined : String(fence);
+  }
+
+  /** INCR the counter, then raise it to the node's TIME in µs if that is greater; its new value. */
+  #advanceCounter(counter: string): bigint {
+    const timeUs = BigInt(this.#timeUs());
+    const incremented = (this.counters.get(counter) ?? 0n) + 1n;
+    const next = incremented > timeUs ? incremented : timeUs;
+    this.counters.set(counter, next);
+    return next;
   }
 
   #fence(keys: string[], value: string, tokenText: string): unknown {
@@ -454,160 +651,334 @@ export class MemoryNode implements RedlockNode {
     return [0, soonest, free];
   }
 
-  /** The fair acquire: as `acquire`, and only when no live waiter of any queue has a smaller ticket. */
+  /**
+   * FAIR_ACQUIRE (ARGV: value, ttl, n, ticket, life, join, age): as `acquire`, and only when no live waiter of any
+   * line has a smaller ticket; a ticket out of step with TIME is refused with the node's time where it would be
+   * ordered or queued; wakes the lines where the resources are free (refused) or taken (granted).
+   */
   #fairAcquire(keys: string[], args: string[]): unknown {
-    const [value, ttlText, countText, ticket, leaseText, join] = args;
-    const n = Number(countText);
-    const queues = keys.slice(n, 2 * n);
-    const pttls = keys
-      .slice(0, n)
-      .map((key) => this.pttl(key))
-      .filter((pttl) => pttl !== -2);
-    const ahead = Math.max(0, ...queues.map((queue) => this.#ahead(queue, ticket)));
-    if (pttls.length > 0 || ahead > 0) {
-      if (join === "1") for (const queue of queues) this.#enqueue(queue, ticket, Number(leaseText));
-      return [0, pttls.length === 0 ? -2 : pttls.includes(-1) ? -1 : Math.max(...pttls), ahead];
+    const now = this.#scriptNow();
+    const n = luaNumber(args[2]);
+    const [ticket, age] = [args[3], luaNumber(args[6]) ?? 0];
+    if (n === undefined) throw new Error("ERR 'for' limit must be a number");
+    const [held, longest] = this.#longestPttl(keys, n);
+    let [ahead, waiting, step] = [0, false, true];
+    for (let i = 1; i <= n; i++) {
+      const [a, count] = this.#waitersAhead(at(keys, n + i), ticket, now);
+      if (a > ahead) ahead = a;
+      if (count > 0) waiting = true;
+      if (!this.#inStep(at(keys, n + i), ticket, age, now)) step = false;
     }
-    for (const queue of queues) this.#dequeue(queue, ticket);
-    return this.#acquire([...keys.slice(0, n), ...keys.slice(2 * n)], [value, ttlText, String(n)]);
+    const wait = held ? longest : -2;
+    if (!step && (waiting || (held && args[5] === "1"))) return [0, wait, -1, now];
+    if (held || ahead > 0) {
+      if (args[5] === "1") for (let i = 1; i <= n; i++) this.#enqueue(at(keys, n + i), ticket, luaNumber(args[4]), now);
+      if (!held) for (let i = 1; i <= n; i++) this.#wake(at(keys, n + i), undefined, now);
+      return [0, wait, ahead];
+    }
+    for (let i = 1; i <= n; i++) this.#zrem(at(keys, n + i), ticket);
+    const fence = this.#take(keys, args, n, 2 * n);
+    if (waiting) for (let i = 1; i <= n; i++) this.#wake(at(keys, n + i), 0, now);
+    return fence === undefined ? [1] : [1, fence];
   }
 
   /**
-   * A reader: no writer key, and no live writer waits ahead (readers ahead do not stop a reader). The grant adds
-   * the value to the reader set and leaves the queue.
+   * FAIR_SEMAPHORE_ACQUIRE (KEYS: slots, line; ARGV: value, ttl, slot, ticket, life, join, age): the slot is free
+   * and fewer live waiters are ahead than slots are free here; wakes as many of the first as slots are free.
    */
-  #readAcquire(keys: string[], args: string[]): unknown {
-    const [writer, readers, queue] = keys;
-    const [value, ttlText, member, leaseText, join] = args;
-    const pttl = this.pttl(writer);
-    const ahead = this.#ahead(queue, member, (waiter) => waiter.endsWith("w"));
-    if (pttl !== -2 || ahead > 0) {
-      if (join === "1") this.#enqueue(queue, member, Number(leaseText));
-      return [0, pttl, ahead];
-    }
-    this.#dequeue(queue, member);
-    this.#readers.add(readers, value, Number(ttlText));
-    return [1];
-  }
-
-  /** A writer: no writer key, no live reader, and no live waiter ahead; the grant sets the writer key. */
-  #writeAcquire(keys: string[], args: string[]): unknown {
-    const [writer, readers, queue, fence] = keys;
-    const [value, ttlText, member, leaseText, join] = args;
-    let pttl = this.pttl(writer);
-    const live = [...this.readers(readers).values()];
-    if (live.length > 0 && pttl !== -1) pttl = Math.max(pttl, ...live);
-    const ahead = this.#ahead(queue, member);
-    if (pttl !== -2 || ahead > 0) {
-      if (join === "1") this.#enqueue(queue, member, Number(leaseText));
-      return [0, pttl, ahead];
-    }
-    this.#dequeue(queue, member);
-    return this.#acquire(fence === undefined ? [writer] : [writer, fence], [value, ttlText, "1"]);
-  }
-
-  /** The fair semaphore: the slot is free and fewer live waiters are ahead than slots are free here. */
-  #fairSemaphore(keys: string[], value: string, ttl: number, args: string[]): unknown {
+  #fairSemaphore(keys: string[], args: string[]): unknown {
+    const now = this.#scriptNow();
     const limit = keys.length - 1;
-    const [slot, ticket, lease, join] = [Number(args[2]) - 1, args[3], Number(args[4]), args[5] === "1"];
+    const [slot, ticket, age] = [luaNumber(args[2]), args[3], luaNumber(args[6]) ?? 0];
+    const q = at(keys, limit + 1);
     const free: number[] = [];
     let soonest = -1;
-    keys.slice(0, limit).forEach((key, i) => {
-      const pttl = this.pttl(key);
-      if (pttl === -2) free.push(i);
+    for (let i = 1; i <= limit; i++) {
+      const pttl = this.#pttl(at(keys, i));
+      if (pttl === -2) free.push(i - 1);
       else if (pttl >= 0 && (soonest === -1 || pttl < soonest)) soonest = pttl;
-    });
-    const ahead = this.#ahead(keys[limit], ticket);
-    if (slot < limit && this.get(keys[slot]) === undefined && ahead < free.length) {
-      this.#dequeue(keys[limit], ticket);
-      this.set(keys[slot], value, ttl);
+    }
+    const [ahead, waiting] = this.#waitersAhead(q, ticket, now);
+    if (slot === undefined) throw new Error("ERR attempt to compare nil with number");
+    const open = slot <= limit && !this.#exists(at(keys, slot));
+    if (!this.#inStep(q, ticket, age, now) && (waiting > 0 || (!open && args[5] === "1"))) {
+      return [0, soonest, free, -1, now];
+    }
+    if (open && ahead < free.length) {
+      this.#zrem(q, ticket);
+      this.#setPx(at(keys, slot), args[0], args[1]);
+      if (waiting > 0) this.#wake(q, free.length - 1, now);
       return [1];
     }
-    if (join) this.#enqueue(keys[limit], ticket, lease);
+    if (args[5] === "1") this.#enqueue(q, ticket, luaNumber(args[4]), now);
+    if (free.length > 0) this.#wake(q, free.length, now);
     return [0, soonest, free, ahead];
   }
 
   /**
-   * A reader's release as the Lua runs it: the reader out first (kept, as on Redis, when what follows fails), then the
-   * member out of the queue, or back in with a lease; a missing member or a lease that is no number fails there.
+   * LEAVE and REQUEUE (KEYS: resources, then their lines; ARGV: value, ticket[, life]): deletes each resource that
+   * holds the value, runs `step` on its line, and wakes the line where the resource is free.
    */
-  #readRelease(keys: string[], value: string, member: string | undefined, lease: string | undefined): number {
-    const released = this.#readers.remove(keys[0], value) ? 1 : 0;
-    if (keys[1] === undefined) return released;
-    if (member === undefined) throw new Error(LUA_ARGUMENT_ERROR);
-    if (lease === undefined) this.#dequeue(keys[1], member);
-    else this.#enqueue(keys[1], member, leaseOf(lease));
+  #releaseEach(keys: string[], args: string[], step: (q: string | undefined, now: number) => void): number {
+    const now = this.#scriptNow();
+    const n = keys.length / 2;
+    let released = 0;
+    for (let i = 1; i <= n; i++) {
+      const key = arg(at(keys, i));
+      if (this.get(key) !== undefined && this.get(key) === args[0]) {
+        this.#store.delete(key);
+        released++;
+      }
+      step(at(keys, n + i), now);
+      if (!this.#exists(key)) this.#wake(at(keys, n + i), undefined, now);
+    }
     return released;
   }
 
   /**
-   * Release where the value still holds, and put the ticket back in every queue with a deadline of the lease. As in
-   * the Lua, a missing ticket or a lease that is no number fails at the first queue, after its resource was released.
+   * RW_READ_ACQUIRE (KEYS: writer, readers, line; ARGV: value, ttl, member, life, join, age): no writer key and no
+   * live writer waiting ahead (readers ahead do not stop a reader); the grant adds the reader and leaves the line.
    */
-  #requeue(keys: string[], value: string, ticket: string | undefined, lease: string | undefined): number {
-    return this.#releaseEach(keys, value, (queue) => {
-      if (ticket === undefined) throw new Error(LUA_ARGUMENT_ERROR);
-      this.#enqueue(queue, ticket, leaseOf(lease));
-    });
+  #readAcquire(keys: string[], args: string[]): unknown {
+    const now = this.#scriptNow();
+    const [member, age] = [args[2], luaNumber(args[5]) ?? 0];
+    const q = keys[2];
+    const wait = this.#pttl(keys[0]);
+    const [ahead, waiting] = this.#waitersAhead(q, member, now, (w) => luaSub(w, -1) === "w");
+    if (!this.#inStep(q, member, age, now) && (waiting > 0 || (wait !== -2 && args[4] === "1")))
+      return [0, wait, -1, now];
+    if (wait !== -2 || ahead > 0) {
+      if (args[4] === "1") this.#enqueue(q, member, luaNumber(args[3]), now);
+      if (wait === -2) this.#rwWake(q, this.#liveReaders(keys[1]) > 0, now);
+      return [0, wait, ahead];
+    }
+    this.#zrem(q, member);
+    this.#readersAdd(keys[1], args[0], args[1]);
+    if (waiting > 0) this.#rwWake(q, true, now);
+    return [1];
   }
 
-  /** Release where the value still holds, and take the ticket out of every queue. */
-  #leave(keys: string[], value: string, ticket: string): number {
-    return this.#releaseEach(keys, value, (queue) => this.#dequeue(queue, ticket));
+  /**
+   * RW_WRITE_ACQUIRE (KEYS: writer, readers, line[, fence]; ARGV as the reader's): no writer key, no live reader and
+   * no live waiter ahead; the grant sets the writer key, leaves the line, and with a counter advances it.
+   */
+  #writeAcquire(keys: string[], args: string[]): unknown {
+    const now = this.#scriptNow();
+    const [member, age] = [args[2], luaNumber(args[5]) ?? 0];
+    const q = keys[2];
+    let wait = this.#pttl(keys[0]);
+    let held = wait !== -2;
+    const readers = [...this.#readers.live(arg(keys[1])).values()];
+    if (readers.length > 0) {
+      const longest = Math.max(0, ...readers);
+      if (!held) wait = longest;
+      else if (wait !== -1 && longest > wait) wait = longest;
+      held = true;
+    }
+    const [ahead, waiting] = this.#waitersAhead(q, member, now);
+    if (!this.#inStep(q, member, age, now) && (waiting > 0 || (held && args[4] === "1"))) return [0, wait, -1, now];
+    if (held || ahead > 0) {
+      if (args[4] === "1") this.#enqueue(q, member, luaNumber(args[3]), now);
+      if (!held) this.#rwWake(q, false, now);
+      return [0, wait, ahead];
+    }
+    this.#zrem(q, member);
+    this.#setPx(keys[0], args[0], args[1]);
+    if (waiting > 0) this.#wake(q, 0, now);
+    if (keys[3] !== undefined) return [1, String(this.#advanceCounter(keys[3]))];
+    return [1];
   }
 
-  /** Over keys = resources then their queues: deletes each resource holding `value`, runs `step` on its queue. */
-  #releaseEach(keys: string[], value: string, step: (queue: string) => void): number {
-    const n = keys.length / 2;
+  /**
+   * RW_READ_RELEASE (KEYS: readers[, line[, writer]]; ARGV: value, member[, life]): the reader out first (kept, as on
+   * Redis, when what follows fails), then the member out of the line or back in with a life; with the writer key
+   * given, the last reader out wakes the line when no writer holds.
+   */
+  #readRelease(keys: string[], args: string[]): number {
+    const now = this.#scriptNow();
     let released = 0;
-    for (let i = 0; i < n; i++) {
-      if (this.get(keys[i]) === value) {
-        this.#store.delete(keys[i]);
-        released++;
-      }
-      step(keys[n + i]);
+    if (this.#liveReaders(keys[0]) > 0 && args[0] !== READERS_CLOCK_MEMBER) {
+      released = this.#readers.remove(keys[0], arg(args[0])) ? 1 : 0;
+    }
+    if (keys[1] === undefined) return released;
+    if (args[2] !== undefined) this.#enqueue(keys[1], args[1], luaNumber(args[2]), now);
+    else this.#zrem(keys[1], args[1]);
+    if (keys[2] !== undefined && !this.#exists(keys[2]) && this.#liveReaders(keys[0]) === 0) {
+      this.#rwWake(keys[1], false, now);
     }
     return released;
   }
 
-  /** A queue's clock (QUEUE_EPOCH_MS − its PTTL), rebased after half an epoch; undefined when absent. */
-  #queueNow(key: string): number | undefined {
-    const queue = this.#queues.get(key);
-    if (!queue || queue.expiresAt <= this.clock.now()) return undefined;
-    let now = QUEUE_EPOCH_MS - (queue.expiresAt - this.clock.now());
-    if (now > QUEUE_EPOCH_MS / 2) {
-      for (const [ticket, deadline] of queue.waiters) queue.waiters.set(ticket, deadline - now);
-      queue.expiresAt = this.clock.now() + QUEUE_EPOCH_MS;
-      now = 0;
+  /**
+   * Lua `readers_add`: a reader until ttl ms from now. It fails where the Lua does: a ttl that is no number, and
+   * one the set's PEXPIRE would take (a new set, or one the reader outlives) that is no positive integer.
+   */
+  #readersAdd(key: string | undefined, value: string | undefined, ttlText: string | undefined): void {
+    const ttl = luaNumber(ttlText);
+    const live = this.#readers.live(arg(key));
+    if (ttl === undefined || Number.isNaN(ttl)) throw new Error(LUA_ARGUMENT_ERROR);
+    if (live.size === 0 && ttl <= 0) throw new Error("ERR attempt to compare nil with number");
+    if (live.size === 0 || ttl > Math.max(...live.values())) integerArgument(ttl);
+    this.#readers.add(arg(key), arg(value), ttl);
+  }
+
+  /** How many live readers a reader set holds (0: no set); the expired ones are dropped, as `readers_live` does. */
+  #liveReaders(key: string | undefined): number {
+    return this.#readers.live(arg(key)).size;
+  }
+
+  // The line's Lua (src/scripts/queue.ts), function by function.
+
+  /** Lua `line_sorted(q)`: drops the waiters whose deadline passed; the others, smallest ticket first. */
+  #lineSorted(q: string | undefined, now: number): string[] {
+    const key = arg(q);
+    const line = this.#line(key);
+    if (!line) return [];
+    let dropped = 0;
+    for (const [member, deadline] of line.members)
+      if (deadline <= now) {
+        line.members.delete(member);
+        dropped++;
+      }
+    if (line.members.size === 0) this.#lines.delete(key);
+    else if (dropped > 0) this.#lineKeep(key, now);
+    return [...line.members.keys()].sort();
+  }
+
+  /** Lua `line_keep(q)`: the key lives LINE_LINGER_MS past the last deadline (nothing when the line is gone). */
+  #lineKeep(key: string, now: number): void {
+    const line = this.#line(key);
+    if (!line || line.members.size === 0) return;
+    const last = Math.max(...line.members.values());
+    this.#pexpire(key, luaMax(1, last - now + LINE_LINGER_MS));
+  }
+
+  /**
+   * Lua `waiters_ahead(q, ticket)` (and `writers_ahead` with `counts`): the live waiters ahead of `ticket` that
+   * `counts`, and how many wait. The negative control `respectQueue` counts none ahead.
+   */
+  #waitersAhead(
+    q: string | undefined,
+    ticket: string | undefined,
+    now: number,
+    counts = (_: string) => true,
+  ): [number, number] {
+    const m = this.#lineSorted(q, now);
+    let ahead = 0;
+    for (const w of m) if (luaLess(w, ticket) && counts(w)) ahead++;
+    return [this.respectQueue ? ahead : 0, m.length];
+  }
+
+  /** Lua `in_step(q, ticket, age)`: in line already, or its time plus its age within CLOCK_STEP_MS of TIME. */
+  #inStep(q: string | undefined, ticket: string | undefined, age: number, now: number): boolean {
+    if (this.#zscore(q, ticket) !== undefined) return true;
+    const t = luaNumber(luaSub(ticket!, 1, 16));
+    return t !== undefined && Math.abs(t + age - now) <= CLOCK_STEP_MS;
+  }
+
+  /** Lua `enqueue(q, ticket, life)`: joins or refreshes with a deadline `life` ms from now; `line_keep`. */
+  #enqueue(q: string | undefined, ticket: string | undefined, life: number | undefined, now: number): void {
+    if (life === undefined) throw new Error("ERR attempt to perform arithmetic on local 'life' (a nil value)");
+    this.#zadd(q, now + life, ticket);
+    this.#lineKeep(arg(q), now);
+  }
+
+  /**
+   * Lua `wake(q, claimers)`: when someone waits, the first `claimers` (undefined: the run of readers at the head, or
+   * the head) have their deadlines shrunk to their claim window, and `"<claimers> <ticket> …"` is published.
+   */
+  #wake(q: string | undefined, claimers: number | undefined, now: number): void {
+    const m = this.#lineSorted(q, now);
+    if (m.length === 0) return;
+    let c = claimers;
+    if (c === undefined) {
+      c = 0;
+      for (const w of m) {
+        if (luaSub(w, -1) !== "r") break;
+        c++;
+      }
+      if (c === 0) c = 1;
     }
-    return now;
+    if (c > WAKE_SHOWN - 1) c = WAKE_SHOWN - 1;
+    if (c > m.length) c = m.length;
+    const shown: string[] = [];
+    for (let i = 1; i <= Math.min(m.length, c + 1); i++) {
+      shown.push(m[i - 1]);
+      if (i > c) continue;
+      const by = now + (luaNumber(luaSub(m[i - 1], 33, 37)) ?? 0);
+      if (this.#zscore(q, m[i - 1])! > by) this.#zadd(q, by, m[i - 1]);
+    }
+    if (c > 0) this.#lineKeep(arg(q), now);
+    this.publish(WAKE_PREFIX + sha1Hex(arg(q)).slice(0, 20), `${c} ${shown.join(" ")}`);
   }
 
-  /** Live waiters with a smaller ticket (expired ones are dropped first), of those `counts` (default: all). */
-  #ahead(key: string, ticket: string, counts: (waiter: string) => boolean = () => true): number {
-    const now = this.#queueNow(key);
-    if (now === undefined) return 0;
-    const queue = this.#queues.get(key)!;
-    for (const [waiter, deadline] of queue.waiters) if (deadline <= now) queue.waiters.delete(waiter);
-    if (queue.waiters.size === 0) this.#queues.delete(key);
-    if (!this.respectQueue) return 0;
-    return [...queue.waiters.keys()].filter((waiter) => waiter < ticket && counts(waiter)).length;
-  }
-
-  #enqueue(key: string, ticket: string, lease: number): void {
-    const now = this.#queueNow(key);
-    if (now === undefined) {
-      this.#queues.set(key, { waiters: new Map([[ticket, lease]]), expiresAt: this.clock.now() + QUEUE_EPOCH_MS });
+  /** `rw_wake(q, readers)`: while readers hold, only the run of readers at the head may claim (0: a writer waits). */
+  #rwWake(q: string | undefined, readers: boolean, now: number): void {
+    if (!readers) {
+      this.#wake(q, undefined, now);
       return;
     }
-    this.#queues.get(key)!.waiters.set(ticket, now + lease);
+    let c = 0;
+    for (const w of this.#lineSorted(q, now)) {
+      if (luaSub(w, -1) !== "r") break;
+      c++;
+    }
+    this.#wake(q, c, now);
   }
 
-  #dequeue(key: string, ticket: string): void {
-    const queue = this.#queues.get(key);
-    if (!queue) return;
-    queue.waiters.delete(ticket);
-    if (queue.waiters.size === 0) this.#queues.delete(key);
+  // The commands the scripts send, as Redis answers them (a nil argument fails the call).
+
+  /** A line's live key (an expired one is gone). */
+  #line(key: string): LineSet | undefined {
+    const line = this.#lines.get(key);
+    if (!line || line.expiresAt > this.#now()) return line;
+    this.#lines.delete(key);
+    return undefined;
+  }
+
+  #zscore(q: string | undefined, member: string | undefined): number | undefined {
+    return this.#line(arg(q))?.members.get(arg(member));
+  }
+
+  #zadd(q: string | undefined, score: number, member: string | undefined): void {
+    const [key, ticket] = [arg(q), arg(member)];
+    if (Number.isNaN(score)) throw new Error("ERR value is not a valid float");
+    const line = this.#line(key) ?? { members: new Map<string, number>(), expiresAt: Number.POSITIVE_INFINITY };
+    line.members.set(ticket, score);
+    this.#lines.set(key, line);
+  }
+
+  /** Lua `line_leave(q, ticket)`: ZREM, then `line_keep` when it removed one. */
+  #zrem(q: string | undefined, member: string | undefined): void {
+    const [key, ticket] = [arg(q), arg(member)];
+    const line = this.#line(key);
+    if (!line) return;
+    const removed = line.members.delete(ticket);
+    if (line.members.size === 0) this.#lines.delete(key);
+    else if (removed) this.#lineKeep(key, this.#scriptNow());
+  }
+
+  #pexpire(key: string, ms: number): void {
+    const line = this.#line(key);
+    if (line) line.expiresAt = this.#now() + integerArgument(ms);
+  }
+
+  /** SET key value PX ms: the ms must be a positive integer, as Redis reads it. */
+  #setPx(key: string | undefined, value: string | undefined, px: string | undefined): void {
+    const [k, v, text] = [arg(key), arg(value), arg(px)];
+    if (!/^-?(0|[1-9][0-9]*)$/.test(text) || !Number.isSafeInteger(Number(text))) {
+      throw new Error("ERR value is not an integer or out of range");
+    }
+    if (Number(text) <= 0) throw new Error("ERR invalid expire time in 'set' command");
+    this.set(k, v, Number(text));
+  }
+
+  #pttl(key: string | undefined): number {
+    return this.pttl(arg(key));
+  }
+
+  #exists(key: string | undefined): boolean {
+    return this.get(arg(key)) !== undefined;
   }
 
   /** Whether waiters ahead stop a grant (the project's negative control turns it off). */
@@ -620,8 +991,20 @@ export class MemoryNode implements RedlockNode {
     return true;
   }
 
-  /** What the node's `TIME` says, in ms: the wall clock on the real clock, else the given clock's time. */
-  #epoch(): number {
-    return this.clock === REAL_CLOCK ? Date.now() : this.clock.now();
+  /** The node's clock for expiries: the time the running script started, else the clock's now. */
+  #now(): number {
+    return this.#scriptTime?.now ?? this.clock.now();
+  }
+
+  /** The running script's `NOW` (the Lua line's: TIME in ms). */
+  #scriptNow(): number {
+    return Math.floor(this.#timeUs() / 1000);
+  }
+
+  /** The node's `TIME` in µs: its clock's epoch (or now) plus the skew; while a script runs, the script's start. */
+  #timeUs(): number {
+    if (this.#scriptTime) return this.#scriptTime.timeUs;
+    const epoch = this.clock.epoch ? this.clock.epoch() : this.clock.now();
+    return Math.max(0, Math.round((epoch + this.clockSkewMs) * 1000));
   }
 }

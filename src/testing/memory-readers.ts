@@ -4,11 +4,6 @@
 
 /**
  * The reader sets of one memory node, on the node's clock.
- * @example
- * ```ts
- * const sets = new ReaderSets(clock);
- * sets.add("edge-redlock:rw:readers:doc", value, 10_000);
- * ```
  */
 export class ReaderSets {
   readonly #clock: { now(): number };

@@ -50,7 +50,8 @@ export class LocalNodesNotRunningError extends Error {
  * ```ts
  * // vitest globalSetup, with nodes from `npx edge-redlock dev` in .dev.vars:
  * import { checkLocalNodes } from "edge-redlock/testing";
- * await checkLocalNodes(vars, { source: ".dev.vars" }); // throws one clear line when they are not running
+ *
+ * await checkLocalNodes(process.env, { source: ".dev.vars" }); // throws one clear line when they are not running
  * ```
  */
 export async function checkLocalNodes(

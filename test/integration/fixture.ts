@@ -39,8 +39,18 @@ export interface Fixture {
 }
 
 function counted(node: RedlockNode, outstanding: Set<Promise<unknown>>, sent: () => string[]): RedlockNode {
+  const { subscribe, requestsFor } = node;
   return {
     label: node.label,
+    ...(requestsFor ? { requestsFor: requestsFor.bind(node) } : {}),
+    ...(subscribe
+      ? {
+          subscribe(channel: string, onMessage: (payload: string) => void, signal: AbortSignal) {
+            sent().push("subscribe");
+            return subscribe.call(node, channel, onMessage, signal);
+          },
+        }
+      : {}),
     run(script, keys, args, signal) {
       sent().push(script.name);
       const reply = node.run(script, keys, args, signal);

@@ -1,5 +1,6 @@
 // The simulator's nodes: the package's MemoryNode (src/testing/memory-node.ts) on a virtual clock, plus the
 // negative controls the project's own tests use (test/integration/testing/sim-conformance.test.ts holds both to real Redis).
+import type { Script } from "../../src/scripts/script.ts";
 import { MemoryNode, type MemoryMode, type MemoryRequest } from "../../src/testing/memory-node.ts";
 import type { VirtualClock } from "./virtual-clock.ts";
 
@@ -26,10 +27,38 @@ export class SimNode extends MemoryNode {
   readonly #counters = new Map<string, { count: number; expiresAt: number }>();
   /** The naive semaphore's holders per key (value → expiry), for the negative control. */
   readonly #admitted = new Map<string, Map<string, number>>();
+  /** The ARGV of each request (a MemoryRequest records none). */
+  readonly #args = new WeakMap<MemoryRequest, readonly string[]>();
 
   constructor(clock: VirtualClock, label: string) {
     super(label, clock);
     this.latency = 1;
+  }
+
+  /**
+   * The ARGV `request` was sent with; also known inside a `latency` function, so a test can slow one kind of request
+   * (a reader's undo, which carries an entry life, apart from its release).
+   */
+  argsOf(request: MemoryRequest): readonly string[] | undefined {
+    return this.#args.get(request);
+  }
+
+  override run(script: Pick<Script, "name">, keys: string[], args: string[], signal: AbortSignal): Promise<unknown> {
+    const latency = this.latency;
+    const note = (request: MemoryRequest) => void this.#args.set(request, [...args]);
+    // MemoryNode asks the latency synchronously, with the request it just recorded.
+    if (typeof latency === "function")
+      this.latency = (request) => {
+        note(request);
+        return latency(request);
+      };
+    try {
+      const reply = super.run(script, keys, args, signal);
+      note(this.requests[this.requests.length - 1]);
+      return reply;
+    } finally {
+      this.latency = latency;
+    }
   }
 
   protected override get writeBack(): boolean {

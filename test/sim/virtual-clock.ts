@@ -106,8 +106,29 @@ export class VirtualClock implements Clock {
   }
 }
 
-function idle(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+/**
+ * Web Crypto digests in flight (a waiter names its wakeup channel with SHA-1). They run on a thread pool, in real
+ * time: virtual time stands still until they are done, so a subscription confirms at the same virtual time on every
+ * run instead of whenever the thread pool answers.
+ */
+const digests = new Set<Promise<unknown>>();
+{
+  const subtle = globalThis.crypto.subtle;
+  const digest = subtle.digest.bind(subtle);
+  subtle.digest = (...args: Parameters<SubtleCrypto["digest"]>) => {
+    const done = digest(...args);
+    digests.add(done);
+    const forget = () => void digests.delete(done);
+    done.then(forget, forget);
+    return done;
+  };
+}
+
+async function idle(): Promise<void> {
+  do {
+    await Promise.allSettled([...digests]);
+    await new Promise((resolve) => setImmediate(resolve));
+  } while (digests.size > 0);
 }
 
 /** Lets work that is truly asynchronous (Web Crypto's digest runs on a thread pool) finish: up to ~50 ms of real time. */

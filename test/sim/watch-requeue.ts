@@ -5,9 +5,9 @@ import type { SimNode } from "./sim-node.ts";
 /**
  * `nodes` as one client's nodes, and per node the number of live waiters in `queue` right after each of that
  * client's REQUEUE runs there (empty where none ran); `isRequeue` tells which runs re-queue (a reader's is a
- * read release with a lease).
+ * read release with an entry life).
  * @example
- * const { own, afterRequeue } = watchRequeues(nodes, "edge-redlock:queue:k");
+ * const { own, afterRequeue } = watchRequeues(nodes, "edge-redlock:line:k");
  */
 export function watchRequeues(
   nodes: SimNode[],

@@ -1,7 +1,7 @@
-// A fair reader's failed attempt is undone with RW_READ_RELEASE given a lease, on five real redis-server nodes behind the
-// REST bridge. Here that undo (to nodes 0 and 1) is cut at nodeTimeout and still delivered 300 ms later (a slow link),
-// so it lands after the same reader won a later attempt: it removes nothing of the holder (its entry stays live on
-// every node), and the holder's release clears the member it put back.
+// A fair reader's failed attempt is undone with RW_READ_RELEASE given an entry life, on five real redis-server nodes
+// behind the REST bridge. Here that undo (to nodes 0 and 1) is cut at nodeTimeout and still delivered 300 ms later (a
+// slow link), so it lands after the same reader won a later attempt: it removes nothing of the holder (its entry stays
+// live on every node), and the holder's release clears the member it put back in line.
 import { describe, expect, it } from "vitest";
 import { Redlock, type RedlockNode } from "../../../src/index.ts";
 import { READERS_CLOCK_MEMBER } from "../../../src/scripts/index.ts";
@@ -11,9 +11,9 @@ const env = useCluster();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const WRITER = "edge-redlock:rw:writer:late-undo";
 const READERS = "edge-redlock:rw:readers:late-undo";
-const QUEUE = "edge-redlock:rw:queue:late-undo";
+const LINE = "edge-redlock:rw:line:late-undo";
 
-/** The fixture's nodes; a reader's undo (read release with a lease) to nodes 0 and 1 is held `ms` and then sent
+/** The fixture's nodes; a reader's undo (read release with a life) to nodes 0 and 1 is held `ms` and then sent
  * whatever the caller's signal says (the caller sees its timeout, the network delivers anyway). */
 function lateUndo(
   nodes: RedlockNode[],
@@ -71,11 +71,11 @@ describe("a fair reader's undo that lands late (real Redis)", () => {
     expect(members).toEqual(Array(5).fill([read.value]));
     expect(read.validityMs).toBeGreaterThan(0);
     // Observation: the late undo put the holder's own member back in line beside its reader entry where it landed.
-    const waiting = await Promise.all(env.tcp.map((c) => c.zcard(QUEUE)));
-    console.log("queue sizes with the reader holding, after the late undos landed:", waiting);
+    const waiting = await Promise.all(env.tcp.map((c) => c.zcard(LINE)));
+    console.log("line sizes with the reader holding, after the late undos landed:", waiting);
     await read.release();
     await settle(env);
-    expect(await Promise.all(env.tcp.map((c) => c.zcard(QUEUE)))).toEqual([0, 0, 0, 0, 0]);
+    expect(await Promise.all(env.tcp.map((c) => c.zcard(LINE)))).toEqual([0, 0, 0, 0, 0]);
     expect(await Promise.all(env.tcp.map((c) => c.exists(READERS)))).toEqual([0, 0, 0, 0, 0]);
   });
 });

@@ -28,7 +28,7 @@ function slowRequeue(nodes: RedlockNode[], ms: number): RedlockNode[] {
 describe("a semaphore waiter that wins a later try of the same attempt (real Redis)", () => {
   it("is not left waiting in the semaphore's line when its earlier try's REQUEUE lands after the winning try", async () => {
     await loadScripts(env);
-    const queue = "edge-redlock:semaphore-queue:later-try";
+    const line = "edge-redlock:semaphore-line:later-try";
     // Limit 2: slot 0 held by someone else on nodes 2-4, free on 0 and 1; slot 1 free everywhere.
     await Promise.all(
       [2, 3, 4].map((i) => env.tcp[i].set("edge-redlock:semaphore:later-try:0", "someone-else", "PX", 2_000)),
@@ -44,7 +44,7 @@ describe("a semaphore waiter that wins a later try of the same attempt (real Red
     expect(slot1).toEqual(Array(5).fill(permit.value));
     const slot0 = await Promise.all(env.tcp.map((c) => c.get("edge-redlock:semaphore:later-try:0")));
     expect(slot0).toEqual([null, null, "someone-else", "someone-else", "someone-else"]);
-    const waiting = await Promise.all(env.tcp.map((c) => c.zcard(queue)));
+    const waiting = await Promise.all(env.tcp.map((c) => c.zcard(line)));
     await permit.release();
     expect(waiting).toEqual([0, 0, 0, 0, 0]);
   });

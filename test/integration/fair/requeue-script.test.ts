@@ -1,17 +1,26 @@
-// REQUEUE (a fair waiter's undo of a failed attempt) through the REST bridge on real Redis (which enforces Upstash's
-// key-locking rules), against a MemoryNode running the same requests: the shape the library sends returns 1 and puts
-// the ticket back for one lease; shapes it never sends fail alike on both and leave the same keys behind (the Lua
-// releases a resource before it fails at that resource's queue). On the read-write lock's keys it deletes only its own
-// writer value and puts back a member the read-write scripts count as a writer ahead, for one lease.
+// REQUEUE (a waiter's undo of a failed attempt) through the REST bridge on real Redis (which enforces Upstash's
+// key-locking rules), against a MemoryNode running the same requests: the shape the library sends (value, ticket,
+// life) returns 1 per resource and puts the ticket back with a deadline `life` ms past the node's TIME, the line key
+// living 5 s past that deadline; shapes it never sends fail alike on both and leave the same keys behind (the Lua
+// releases a resource before it fails at that resource's line). On the read-write lock's keys it deletes only its own
+// writer value and puts back a member the read-write scripts count as a writer ahead, until the resource is free and
+// someone asks: then for its claim window only.
 import { describe, expect, it } from "vitest";
-import { ACQUIRE, REQUEUE, RW_READ_ACQUIRE } from "../../../src/scripts/index.ts";
+import { ACQUIRE, FAIR_ACQUIRE, REQUEUE, RW_READ_ACQUIRE } from "../../../src/scripts/index.ts";
+import { LINE_LINGER_MS } from "../../../src/scripts/queue.ts";
 import { MemoryNode } from "../../../src/testing/memory-node.ts";
 import { loadScripts, useCluster } from "../fixture.ts";
 
 const env = useCluster(1);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const signal = () => AbortSignal.timeout(2_000);
-const ticket = (offset: number) => `${String(Date.now() + offset).padStart(16, "0")}00000000000000aa`;
+/** A ticket in the line's form: 16 digits of epoch ms, 16 hex digits, a 200 ms claim window (and a kind). */
+const ticket = (offset: number, kind = "") =>
+  `${String(Date.now() + offset).padStart(16, "0")}${"0".repeat(14)}aa00200${kind}`;
+/** One line on the real node, read atomically: its TIME (ms), its members with their deadlines, its key's PTTL. */
+const READ_LINE = `local t = redis.call("TIME")
+return {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), redis.call("ZRANGE", KEYS[1], 0, -1, "WITHSCORES"), redis.call("PTTL", KEYS[1])}`;
+const LIFE = 5_000;
 
 type Reply = { ok: unknown } | { error: string };
 const outcomeOf = (reply: Promise<unknown>): Promise<Reply> =>
@@ -22,26 +31,28 @@ const outcomeOf = (reply: Promise<unknown>): Promise<Reply> =>
 
 describe("REQUEUE shapes: real Redis through the bridge and the memory node agree", () => {
   const shapes: [string, (mine: string) => string[], "ok" | "error"][] = [
-    ["value, ticket, lease (what the library sends)", (mine) => ["v-mine", mine, "300"], "ok"],
-    ["no lease", (mine) => ["v-mine", mine], "error"],
-    ["a blank lease", (mine) => ["v-mine", mine, " "], "error"],
-    ["a lease that is no number", (mine) => ["v-mine", mine, "abc"], "error"],
+    ["value, ticket, life (what the library sends)", (mine) => ["v-mine", mine, String(LIFE)], "ok"],
+    ["no life", (mine) => ["v-mine", mine], "error"],
+    ["a blank life", (mine) => ["v-mine", mine, " "], "error"],
+    ["a life that is no number", (mine) => ["v-mine", mine, "abc"], "error"],
     ["no ticket", () => ["v-mine"], "error"],
   ];
   for (const [name, argsOf, expected] of shapes) {
-    it(`${name}: ${expected === "ok" ? "1" : "an error"}; the same locks and queues are left on both`, async () => {
+    it(`${name}: ${expected === "ok" ? "1" : "an error"}; the same locks and lines are left on both`, async () => {
       await loadScripts(env);
       const tag = `${Date.now()}:${Math.random().toString(36).slice(2)}`;
       const [a, b] = [`rq:${tag}:a`, `rq:${tag}:b`];
-      const [qa, qb] = [`edge-redlock:queue:${a}`, `edge-redlock:queue:${b}`];
+      const [qa, qb] = [`edge-redlock:line:${a}`, `edge-redlock:line:${b}`];
       const memory = new MemoryNode("m");
       const real = env.nodes[0];
       const other = ticket(-5);
       const mine = ticket(0);
       for (const node of [real, memory]) {
-        // Both resources held by this attempt's value; the queue of `a` already has another waiter, that of `b` none.
+        // Both resources held by this attempt's value; the line of `a` already has another waiter (refused by the
+        // holder, it joined for 5 s), that of `b` none.
         expect(await node.run(ACQUIRE, [a, b], ["v-mine", "5000"], signal())).toEqual([1]);
-        expect(await node.run(REQUEUE, [`rq:${tag}:x`, qa], ["v-x", other, "5000"], signal())).toBe(0);
+        const refused = await node.run(FAIR_ACQUIRE, [a, qa], ["v-x", "5000", "1", other, "5000", "1", "0"], signal());
+        expect((refused as number[])[0]).toBe(0);
       }
       const args = argsOf(mine);
       const r = await outcomeOf(real.run(REQUEUE, [a, b, qa, qb], args, signal()));
@@ -67,18 +78,36 @@ describe("REQUEUE shapes: real Redis through the bridge and the memory node agre
         qb: [...(memory.queue(qb)?.keys() ?? [])].sort(),
       };
       expect(memState).toEqual(realState);
-      // The first resource is released in every shape (before the script reaches its queue).
+      // The first resource is released in every shape (before the script reaches its line).
       expect(realState.a).toBeNull();
       if (expected === "ok") {
         expect(realState).toEqual({ a: null, b: null, qa: [other, mine].sort(), qb: [mine] });
-        // The put-back ticket's deadline is one lease on the queue's clock, on both.
-        const clock = 3_600_000 - (await tcp.pttl(qb));
-        const deadline = Number(await tcp.zscore(qb, mine));
-        expect(deadline - clock).toBeGreaterThan(200);
-        expect(deadline - clock).toBeLessThanOrEqual(300);
-        expect(memory.queue(qb)?.get(mine)).toBeLessThanOrEqual(300);
+        // Behind another waiter (line of `a`), the put-back ticket's deadline is `life` ms past the node's TIME, and
+        // the line key lives 5 s past it; first in line where the undo freed the resource (line of `b`), its deadline
+        // is cut to its claim window (200 ms): the line is woken and it must claim, or the next one is served.
+        for (const [q, first] of [
+          [qa, other],
+          [qb, mine],
+        ]) {
+          const [now, entries, pttl] = (await tcp.eval(READ_LINE, 1, q)) as [number, string[], number];
+          const deadlines = new Map<string, number>();
+          for (let i = 0; i < entries.length; i += 2) deadlines.set(entries[i], Number(entries[i + 1]) - now);
+          const memNow = memory.time();
+          const memDeadlines = new Map([...(memory.queue(q) ?? [])].map(([t, d]) => [t, d - memNow]));
+          for (const [left, pttlNow] of [
+            [deadlines, pttl],
+            [memDeadlines, memory.queuePttl(q)],
+          ] as const) {
+            expect(left.get(first)).toBeLessThanOrEqual(200);
+            if (q === qa) {
+              expect(left.get(mine)).toBeGreaterThan(LIFE - 1_000);
+              expect(left.get(mine)).toBeLessThanOrEqual(LIFE);
+              expect(Math.abs(pttlNow - (left.get(mine) ?? 0) - LINE_LINGER_MS)).toBeLessThanOrEqual(5);
+            }
+          }
+        }
       } else {
-        // It failed at the first queue: the second resource is still held, and no ticket of this waiter was added.
+        // It failed at the first line: the second resource is still held, and no ticket of this waiter was added.
         expect(realState.b).toBe("v-mine");
         expect(realState.qa).toEqual([other]);
       }
@@ -87,33 +116,35 @@ describe("REQUEUE shapes: real Redis through the bridge and the memory node agre
 });
 
 describe("REQUEUE on the read-write lock's keys (real Redis)", () => {
-  it("on a writer key held by another writer it deletes nothing; its 'w' member stops readers for one lease", async () => {
+  it("on a writer key held by another writer it deletes nothing; its 'w' member stops readers, and once the resource is free for its claim window only", async () => {
     await loadScripts(env);
     const writer = "edge-redlock:rw:writer:requeue-doc";
     const readers = "edge-redlock:rw:readers:requeue-doc";
-    const queue = "edge-redlock:rw:queue:requeue-doc";
+    const line = "edge-redlock:rw:line:requeue-doc";
     await env.tcp[0].set(writer, "another-writer", "PX", 5_000);
     const node = env.nodes[0];
-    const signal = () => AbortSignal.timeout(2_000);
-    const now = Date.now();
-    const mine = `${String(now).padStart(16, "0")}aaaaaaaaaaaaaaaaw`;
-    const later = `${String(now + 1).padStart(16, "0")}00000000000000r`;
-    expect(await node.run(REQUEUE, [writer, queue], ["my-failed-value", mine, "300"], signal())).toBe(0);
+    const mine = ticket(0, "w");
+    const later = ticket(1, "r");
+    const read = () =>
+      node.run(RW_READ_ACQUIRE, [writer, readers, line], ["r-value", "5000", later, "30000", "0", "0"], signal());
+    expect(await node.run(REQUEUE, [writer, line], ["my-failed-value", mine, String(LIFE)], signal())).toBe(0);
     expect(await env.tcp[0].get(writer)).toBe("another-writer");
-    expect(await env.tcp[0].zrange(queue, 0, -1)).toEqual([mine]);
+    expect(await env.tcp[0].zrange(line, 0, -1)).toEqual([mine]);
+    // While the writer key is held, a reader with a later ticket is refused behind the held key and the writer ahead.
+    const held = (await read()) as number[];
+    expect([held[0], held[1] > 0, held[2]]).toEqual([0, true, 1]);
+    // A refusal behind a holder does not shorten the writer's entry: it still has about its whole life.
+    const [before, waiting] = (await env.tcp[0].eval(READ_LINE, 1, line)) as [number, string[], number];
+    expect(Number(waiting[1]) - before).toBeGreaterThan(LIFE - 1_000);
     await env.tcp[0].del(writer);
-    // A reader with a later ticket: the requeued writer is a writer ahead (WRITERS_AHEAD reads the "w").
-    const refused = await node.run(
-      RW_READ_ACQUIRE,
-      [writer, readers, queue],
-      ["r-value", "5000", later, "300", "0"],
-      signal(),
-    );
-    expect(refused).toEqual([0, -2, 1]);
-    // The entry was never refreshed: after its 300 ms lease the reader is admitted.
-    await sleep(350);
-    expect(
-      await node.run(RW_READ_ACQUIRE, [writer, readers, queue], ["r-value", "5000", later, "300", "0"], signal()),
-    ).toEqual([1]);
+    // Free now: the requeued writer is a writer ahead (the "w"), so the reader is refused by the line alone, and that
+    // refusal cuts the head's entry down to its claim window (200 ms), never more.
+    expect(await read()).toEqual([0, -2, 1]);
+    const [now, entries] = (await env.tcp[0].eval(READ_LINE, 1, line)) as [number, string[], number];
+    expect(entries[0]).toBe(mine);
+    expect(Number(entries[1]) - now).toBeLessThanOrEqual(200);
+    // The entry was never refreshed: once its claim window is over the reader is admitted.
+    await sleep(250);
+    expect(await read()).toEqual([1]);
   });
 });

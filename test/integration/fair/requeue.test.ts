@@ -8,7 +8,7 @@ import { loadScripts, settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const QUEUE = (key: string) => `edge-redlock:queue:${key}`;
+const LINE = (key: string) => `edge-redlock:line:${key}`;
 
 describe("fair waiting on the real cluster: a failed attempt", () => {
   it("a failed attempt granted on nodes 0 and 1 puts the ticket back in line there (REQUEUE), and leaves none once held", async () => {
@@ -18,7 +18,7 @@ describe("fair waiting on the real cluster: a failed attempt", () => {
       label: node.label,
       run: (script, keys, args, signal) =>
         node.run(script, keys, args, signal).then(async (reply) => {
-          if (script.name === "requeue") inLine[i].push(await env.tcp[i].zcard(QUEUE("requeue")));
+          if (script.name === "requeue") inLine[i].push(await env.tcp[i].zcard(LINE("requeue")));
           return reply;
         }),
     }));
@@ -29,7 +29,7 @@ describe("fair waiting on the real cluster: a failed attempt", () => {
     expect(inLine.slice(2).flat()).toEqual([]);
     await lock.release();
     await settle(env);
-    expect(await Promise.all(env.tcp.map((c) => c.zcard(QUEUE("requeue"))))).toEqual([0, 0, 0, 0, 0]);
+    expect(await Promise.all(env.tcp.map((c) => c.zcard(LINE("requeue"))))).toEqual([0, 0, 0, 0, 0]);
   });
 });
 
@@ -62,7 +62,7 @@ describe("a waiter that can never reach a quorum (real cluster)", () => {
     // It is in line on the live nodes before the partition.
     for (
       let i = 0;
-      i < 200 && (await Promise.all([0, 1, 2, 3].map((n) => env.tcp[n].zcard(QUEUE("cut-off"))))).some((c) => c !== 1);
+      i < 200 && (await Promise.all([0, 1, 2, 3].map((n) => env.tcp[n].zcard(LINE("cut-off"))))).some((c) => c !== 1);
       i++
     )
       await sleep(5);

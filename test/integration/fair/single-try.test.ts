@@ -1,8 +1,9 @@
-// A single try (retryCount 0 or maxWait 0, the Hono middlewares' default) releases with the classic RELEASE and never
-// enters a queue, on five real redis-server nodes behind the REST bridge, also racing waiters with late requests; a
-// lock acquired with waiting releases with LEAVE and takes its ticket out wherever a minority denied and queued it,
-// also when its release overtakes its own acquire. Every request is recorded with its ARGV, so the single tries'
-// tickets are known; the queues are read straight from each redis-server (ZRANGE, raw: lapsed entries included).
+// A single try (retryCount 0 or maxWait 0, the Hono middlewares' default) sends join "0" and never enters a line, on
+// five real redis-server nodes behind the REST bridge, also racing waiters with late requests; like every lock it
+// releases with LEAVE (taking out a ticket that was never in line). A lock acquired with waiting releases with LEAVE and
+// takes its ticket out wherever a minority denied and queued it, also when its release overtakes its own acquire.
+// Every request is recorded with its ARGV, so the single tries' tickets are known; the lines are read straight from
+// each redis-server (ZRANGE, raw: lapsed entries included).
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, Redlock, type Lock, type Permit, type RedlockNode } from "../../../src/index.ts";
@@ -11,8 +12,8 @@ import { loadScripts, releaseOvertakingStragglers, settle, useCluster } from "..
 
 const env = useCluster();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const QUEUE = (key: string) => `edge-redlock:queue:${key}`;
-const SEM_QUEUE = (key: string) => `edge-redlock:semaphore-queue:${key}`;
+const LINE = (key: string) => `edge-redlock:line:${key}`;
+const SEM_LINE = (key: string) => `edge-redlock:semaphore-line:${key}`;
 
 interface Sent {
   node: number;
@@ -34,7 +35,7 @@ function recording() {
   return { nodes, log };
 }
 
-/** Tickets sent with the enqueue flag "0" (single tries) and "1" (waiters), by the fair acquire scripts. */
+/** Tickets sent with the join flag "0" (single tries) and "1" (waiters), by the fair acquire scripts. */
 function tickets(log: Sent[]) {
   const single = new Set<string>();
   const waiting = new Set<string>();
@@ -44,13 +45,13 @@ function tickets(log: Sent[]) {
   return { single, waiting };
 }
 
-/** Samples every node's queue every few ms until stopped: every member ever seen. */
-function watchQueues(queue: string) {
+/** Samples every node's line every few ms until stopped: every member ever seen. */
+function watchLines(line: string) {
   const seen = new Set<string>();
   let on = true;
   const done = (async () => {
     while (on) {
-      for (const members of await Promise.all(env.tcp.map((c) => c.zrange(queue, 0, -1))))
+      for (const members of await Promise.all(env.tcp.map((c) => c.zrange(line, 0, -1))))
         for (const m of members) seen.add(m);
       await sleep(3);
     }
@@ -64,21 +65,20 @@ function watchQueues(queue: string) {
   };
 }
 
-/** Live entries of a queue on one node, read atomically: deadline after the queue's own clock. */
-const LIVE = `local left = redis.call("PTTL", KEYS[1])
-if left < 0 then return 0 end
-return redis.call("ZCOUNT", KEYS[1], "(" .. (3600 * 1000 - left), "+inf")`;
+/** Live entries of a line on one node, read atomically: deadline after the node's TIME. */
+const LIVE = `local t = redis.call("TIME")
+return redis.call("ZCOUNT", KEYS[1], "(" .. (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)), "+inf")`;
 
-async function queueMembers(queue: string): Promise<string[][]> {
-  return Promise.all(env.tcp.map((c) => c.zrange(queue, 0, -1)));
+async function lineMembers(line: string): Promise<string[][]> {
+  return Promise.all(env.tcp.map((c) => c.zrange(line, 0, -1)));
 }
 
 describe("single tries racing waiters (real cluster, late requests)", () => {
-  it("mutex: single tries (retryCount 0 / maxWait 0) never enter a queue, release with RELEASE, leave no key; waiters use LEAVE", async () => {
+  it("mutex: single tries (retryCount 0 / maxWait 0) never enter a line and leave no key; every lock releases with LEAVE", async () => {
     await loadScripts(env);
     const { nodes, log } = recording();
     await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 120 })));
-    const watch = watchQueues(QUEUE("race"));
+    const watch = watchLines(LINE("race"));
     let inside = 0;
     let overlaps = 0;
     const singleValues = new Set<string>();
@@ -129,22 +129,34 @@ describe("single tries racing waiters (real cluster, late requests)", () => {
     await settle(env);
     await watch.stop();
     const { single, waiting } = tickets(log);
-    const left = await queueMembers(QUEUE("race"));
+    const left = await lineMembers(LINE("race"));
     console.log(
       `mutex race: waiters served ${waitersServed} (gave up ${waiterGaveUp}), single tries won ${singleValues.size} (refused ${singleRefused}); ` +
-        `queue members left per node ${left.map((m) => m.length).join(",")}; single tickets ${single.size}, waiting ${waiting.size}`,
+        `line members left per node ${left.map((m) => m.length).join(",")}; single tickets ${single.size}, waiting ${waiting.size}`,
     );
     expect(overlaps).toBe(0);
     expect(waiterGaveUp).toBe(0);
     expect(singleValues.size).toBeGreaterThan(0); // the single-try path ran
-    // No single try's ticket was ever seen in any queue on any node, nor is one left.
+    // No single try's ticket was ever seen in any line on any node, nor is one left.
     expect([...single].filter((t) => watch.seen.has(t))).toEqual([]);
     expect(left.flat().filter((t) => single.has(t))).toEqual([]);
-    // Releases: RELEASE over the resource alone for single tries, LEAVE with the queue for waited locks.
+    // Releases: LEAVE over the resource and its line for every lock, each with its own acquisition's ticket (a single
+    // try's was never in line: taking it out is a no-op).
+    let singleReleases = 0;
     for (const s of log.filter((s) => s.script === "release" || s.script === "leave")) {
-      if (singleValues.has(s.args[0])) expect([s.script, s.keys, s.args.length]).toEqual(["release", ["race"], 1]);
-      if (waitedValues.has(s.args[0])) expect([s.script, s.keys]).toEqual(["leave", ["race", QUEUE("race")]]);
+      if (singleValues.has(s.args[0])) {
+        singleReleases++;
+        expect([s.script, s.keys, s.args.length, single.has(s.args[1])]).toEqual([
+          "leave",
+          ["race", LINE("race")],
+          2,
+          true,
+        ]);
+      }
+      if (waitedValues.has(s.args[0]))
+        expect([s.script, s.keys, waiting.has(s.args[1])]).toEqual(["leave", ["race", LINE("race")], true]);
     }
+    expect(singleReleases).toBeGreaterThan(0);
     expect(await Promise.all(env.tcp.map((c) => c.exists("race")))).toEqual([0, 0, 0, 0, 0]);
     // A fresh waiter is not held up by anything left behind.
     const began = Date.now();
@@ -154,11 +166,11 @@ describe("single tries racing waiters (real cluster, late requests)", () => {
     await settle(env);
   });
 
-  it("semaphore (limit 2): single tries never enter the semaphore queue and release with RELEASE; never 3 inside", async () => {
+  it("semaphore (limit 2): single tries never enter the semaphore's line and release with LEAVE; never 3 inside", async () => {
     await loadScripts(env);
     const { nodes, log } = recording();
     await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 120 })));
-    const watch = watchQueues(SEM_QUEUE("sem-race"));
+    const watch = watchLines(SEM_LINE("sem-race"));
     let inside = 0;
     let over = 0;
     const singleValues = new Set<string>();
@@ -203,27 +215,38 @@ describe("single tries racing waiters (real cluster, late requests)", () => {
     await Promise.all(env.admins.map((a) => a.faults({ latencyMs: 0 })));
     await settle(env);
     await watch.stop();
-    const { single } = tickets(log);
-    const left = await queueMembers(SEM_QUEUE("sem-race"));
+    const { single, waiting } = tickets(log);
+    const left = await lineMembers(SEM_LINE("sem-race"));
     console.log(
-      `semaphore race: single tries won ${singleValues.size}, waited ${waitedValues.size}; queue left ${left.map((m) => m.length).join(",")}`,
+      `semaphore race: single tries won ${singleValues.size}, waited ${waitedValues.size}; line left ${left.map((m) => m.length).join(",")}`,
     );
     expect(over).toBe(0);
     expect(waiterGaveUp).toBe(0);
     expect(singleValues.size).toBeGreaterThan(0);
     expect([...single].filter((t) => watch.seen.has(t))).toEqual([]);
     expect(left.flat().filter((t) => single.has(t))).toEqual([]);
+    // A permit releases its slot and leaves the semaphore's line with LEAVE, with its own acquisition's ticket.
+    let singleReleases = 0;
     for (const s of log.filter((s) => s.script === "release" || s.script === "leave")) {
-      if (singleValues.has(s.args[0])) expect([s.script, s.args.length]).toEqual(["release", 1]);
-      if (waitedValues.has(s.args[0])) expect(s.script).toBe("leave");
+      if (singleValues.has(s.args[0])) {
+        singleReleases++;
+        expect([s.script, s.keys[1], s.args.length, single.has(s.args[1])]).toEqual([
+          "leave",
+          SEM_LINE("sem-race"),
+          2,
+          true,
+        ]);
+      }
+      if (waitedValues.has(s.args[0])) expect([s.script, waiting.has(s.args[1])]).toEqual(["leave", true]);
     }
+    expect(singleReleases).toBeGreaterThan(0);
     for (let slot = 0; slot < 2; slot++)
       expect(await Promise.all(env.tcp.map((c) => c.exists(`edge-redlock:semaphore:sem-race:${slot}`)))).toEqual([
         0, 0, 0, 0, 0,
       ]);
   });
 
-  it("Hono middlewares with the default wait (0): their requests carry enqueue '0', their releases are RELEASE, no ticket is queued", async () => {
+  it("Hono middlewares with the default wait (0): their requests carry join '0', they release with LEAVE, no ticket is queued", async () => {
     await loadScripts(env);
     const { nodes, log } = recording();
     const rl = new Redlock(nodes);
@@ -237,8 +260,8 @@ describe("single tries racing waiters (real cluster, late requests)", () => {
       return c.text("ok");
     });
     await Promise.all([3, 4].map((i) => env.admins[i].faults({ latencyMs: 120 })));
-    const watchM = watchQueues(QUEUE("mw"));
-    const watchS = watchQueues(SEM_QUEUE("mw-sem"));
+    const watchM = watchLines(LINE("mw"));
+    const watchS = watchLines(SEM_LINE("mw-sem"));
     // Waiters that do wait, alongside.
     const waiter = new Redlock(env.nodes);
     const statuses: number[] = [];
@@ -267,8 +290,11 @@ describe("single tries racing waiters (real cluster, late requests)", () => {
     const fairSent = log.filter((s) => s.script === "fair-acquire" || s.script === "fair-semaphore-acquire");
     expect(fairSent.length).toBeGreaterThan(0);
     expect(fairSent.every((s) => s.args[5] === "0")).toBe(true);
-    expect(log.filter((s) => s.script === "leave")).toEqual([]);
     const { single } = tickets(log);
+    // Their releases: LEAVE with the single try's own ticket, never the classic RELEASE.
+    const releases = log.filter((s) => s.script === "release" || s.script === "leave");
+    expect(releases.length).toBeGreaterThan(0);
+    expect(releases.filter((s) => s.script !== "leave" || !single.has(s.args[1]))).toEqual([]);
     expect([...single].filter((t) => watchM.seen.has(t) || watchS.seen.has(t))).toEqual([]);
     expect(await Promise.all(env.tcp.map((c) => c.exists("mw")))).toEqual([0, 0, 0, 0, 0]);
     expect(await Promise.all(env.tcp.map((c) => c.exists("edge-redlock:semaphore:mw-sem:0")))).toEqual([0, 0, 0, 0, 0]);
@@ -286,13 +312,13 @@ describe("a lock acquired with waiting, denied and queued by a minority (real cl
     const ticket = tickets(log).waiting;
     expect(ticket.size).toBe(1);
     const [t] = ticket;
-    expect((await queueMembers(QUEUE("queued"))).map((m) => m.includes(t))).toEqual([false, false, false, true, true]);
+    expect((await lineMembers(LINE("queued"))).map((m) => m.includes(t))).toEqual([false, false, false, true, true]);
     await (await lock.release()).pending;
     await settle(env);
     expect(log.filter((s) => s.script === "leave" || s.script === "release").map((s) => [s.script, s.keys])).toEqual(
-      Array(5).fill(["leave", ["queued", QUEUE("queued")]]),
+      Array(5).fill(["leave", ["queued", LINE("queued")]]),
     );
-    expect((await queueMembers(QUEUE("queued"))).flat()).toEqual([]);
+    expect((await lineMembers(LINE("queued"))).flat()).toEqual([]);
     expect(await Promise.all(env.tcp.map((c) => c.get("queued")))).toEqual([
       null,
       null,
@@ -302,18 +328,21 @@ describe("a lock acquired with waiting, denied and queued by a minority (real cl
     ]);
   });
 
-  it("the same single try (retryCount 0) is never queued there and releases with RELEASE", async () => {
+  it("the same single try (retryCount 0) is never queued there, and releases with LEAVE all the same", async () => {
     await loadScripts(env);
     const { nodes, log } = recording();
     await Promise.all([3, 4].map((i) => env.tcp[i].set("queued1", "someone-else", "PX", 3_000)));
     const lock = await new Redlock(nodes).acquire(["queued1"], 2_000, { retryCount: 0 });
     await settle(env);
-    expect((await queueMembers(QUEUE("queued1"))).flat()).toEqual([]);
+    expect((await lineMembers(LINE("queued1"))).flat()).toEqual([]);
     await (await lock.release()).pending;
     await settle(env);
-    expect(log.filter((s) => s.script === "leave" || s.script === "release").map((s) => [s.script, s.keys])).toEqual(
-      Array(5).fill(["release", ["queued1"]]),
-    );
+    const { single } = tickets(log);
+    expect(single.size).toBe(1);
+    expect(
+      log.filter((s) => s.script === "leave" || s.script === "release").map((s) => [s.script, s.keys, s.args[1]]),
+    ).toEqual(Array(5).fill(["leave", ["queued1", LINE("queued1")], [...single][0]]));
+    expect((await lineMembers(LINE("queued1"))).flat()).toEqual([]);
     expect(await Promise.all(env.tcp.map((c) => c.get("queued1")))).toEqual([
       null,
       null,
@@ -323,11 +352,11 @@ describe("a lock acquired with waiting, denied and queued by a minority (real cl
     ]);
   });
 
-  it("single tries whose RELEASE overtakes their granting acquire on slow nodes: the late re-send removes the keys, no queue is made", async () => {
+  it("single tries whose LEAVE overtakes their granting acquire on slow nodes: the late re-send removes the keys, no line is made", async () => {
     await loadScripts(env);
     await releaseOvertakingStragglers(env, new Redlock(env.nodes, { retryCount: 0 }), "single-overtaken", 4);
     for (let i = 0; i < 4; i++)
-      expect(await Promise.all(env.tcp.map((c) => c.exists(QUEUE(`single-overtaken:${i}`))))).toEqual([0, 0, 0, 0, 0]);
+      expect(await Promise.all(env.tcp.map((c) => c.exists(LINE(`single-overtaken:${i}`))))).toEqual([0, 0, 0, 0, 0]);
   });
 
   it("a waited lock whose LEAVE overtakes its own acquire, denied and enqueued on slow nodes: the follow-up LEAVE takes the ticket out", async () => {
@@ -343,15 +372,15 @@ describe("a lock acquired with waiting, denied and queued by a minority (real cl
     const [t] = tickets(log).waiting;
     // The LEAVE reached nodes 4 and 5 before the acquire, which was then denied there and put the ticket in line;
     // a fair lock's follow-up LEAVE runs on such nodes too (not only where the straggler was not denied), so the
-    // ticket does not stay live there until its lease runs out.
-    expect((await queueMembers(QUEUE("overtaken"))).map((m) => m.includes(t))).toEqual([
+    // ticket does not stay live there until its deadline.
+    expect((await lineMembers(LINE("overtaken"))).map((m) => m.includes(t))).toEqual([
       false,
       false,
       false,
       false,
       false,
     ]);
-    expect(await Promise.all(env.tcp.map((c) => c.eval(LIVE, 1, QUEUE("overtaken")).then(Number)))).toEqual([
+    expect(await Promise.all(env.tcp.map((c) => c.eval(LIVE, 1, LINE("overtaken")).then(Number)))).toEqual([
       0, 0, 0, 0, 0,
     ]);
   });

@@ -1,20 +1,28 @@
 // Fair waiting on five real redis-server nodes through the REST bridge: a herd that starts at once is served one at a
-// time, steady contention serves everyone and never two inside, a waiter killed mid-queue holds the next one up only
-// until its entry lapses; over slow links a live waiter's entry never lapses and the line is served in ticket order
-// through handovers; the queue's clock rebases without dropping a live waiter or reviving a lapsed one, and a queue key
-// that loses its expiry or is deleted mid-wait forms again in ticket order. These assert outcomes (mutual exclusion,
-// everyone served, nothing left behind); the figures are bench/run.ts's `contention` scenario.
-// The two slow-link tests time waits against a 300 ms lease: on a loaded 2-core machine (the whole suite at once)
-// timers run late and entries lapse for that reason alone. They run with SLOW_LINK_TIMING=1, alone; the deterministic
-// form of the first is in test/unit/fair/waiting.test.ts (virtual clock).
+// time, steady contention serves everyone and never two inside, a waiter killed mid-line holds the next one up only
+// for its claim window once the resource is free; over slow links a live waiter's entry never lapses and the line is
+// served in ticket order through handovers; an entry lives its waiter's maxWait + 2 s and a line key 5 s past its last
+// deadline; a line key deleted mid-wait forms again in ticket order on the waiters' next attempts. These assert
+// outcomes (mutual exclusion, everyone served, nothing left behind); the figures are bench/run.ts's `contention`
+// scenario. The two slow-link tests time claims against the 200 ms claim window: on a loaded 2-core machine (the
+// whole suite at once) timers run late and a woken waiter misses its window for that reason alone. They run with
+// SLOW_LINK_TIMING=1, alone.
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, Redlock, type Lock, type RedlockNode } from "../../../src/index.ts";
+import { Redlock, type Lock, type RedlockNode } from "../../../src/index.ts";
+import { CLAIM_MS } from "../../../src/lock/line.ts";
+import { LINE_LINGER_MS } from "../../../src/scripts/queue.ts";
 import { loadScripts, settle, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const timing = process.env.SLOW_LINK_TIMING === "1";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const QUEUE = (key: string) => `edge-redlock:queue:${key}`;
+const LINE = (key: string) => `edge-redlock:line:${key}`;
+/** Entries of a line on every node (raw: lapsed ones included). */
+const sizes = (key: string) => Promise.all(env.tcp.map((c) => c.zcard(LINE(key))));
+/** Polls every 5 ms, at most ~2 s, until `ready`. */
+async function until(ready: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 400 && !(await ready()); i++) await sleep(5);
+}
 
 /** Records sections and fails on two at once. */
 function sections() {
@@ -38,7 +46,7 @@ function sections() {
 }
 
 describe("fair waiting on the real cluster", () => {
-  it("a herd of 16 that start at once: every one is served, one at a time, and the queues end empty", async () => {
+  it("a herd of 16 that start at once: every one is served, one at a time, and the lines end empty", async () => {
     const seen = sections();
     const attempts: number[] = [];
     await Promise.all(
@@ -51,7 +59,7 @@ describe("fair waiting on the real cluster", () => {
     expect(seen.overlaps).toBe(0);
     expect(seen.per.size).toBe(16);
     await settle(env);
-    expect(await Promise.all(env.tcp.map((c) => c.zcard(QUEUE("herd"))))).toEqual([0, 0, 0, 0, 0]);
+    expect(await sizes("herd")).toEqual([0, 0, 0, 0, 0]);
     expect(await Promise.all(env.tcp.map((c) => c.exists("herd")))).toEqual([0, 0, 0, 0, 0]);
   });
 
@@ -77,7 +85,7 @@ describe("fair waiting on the real cluster", () => {
     expect({ overlaps: seen.overlaps, gaveUp, served: seen.per.size }).toEqual({ overlaps: 0, gaveUp: 0, served: 8 });
   });
 
-  it("a waiter killed mid-queue: the next waiter is served once its entry lapses, and nothing of it stays", async () => {
+  it("a waiter killed mid-line: once the resource is free the next waiter is served after the dead head's claim window, and nothing of it stays", async () => {
     const holder = await new Redlock(env.nodes).acquire(["killed"], 5_000);
     let killed = false;
     const killable: RedlockNode[] = env.nodes.map((node) => ({
@@ -92,36 +100,38 @@ describe("fair waiting on the real cluster", () => {
       .acquire(["killed"], 5_000, { signal: stopDoomed.signal })
       .catch(() => undefined);
     // It is in line on every node before the next waiter comes.
-    for (
-      let i = 0;
-      i < 200 && (await Promise.all(env.tcp.map((c) => c.zcard(QUEUE("killed"))))).some((n) => n !== 1);
-      i++
-    )
-      await sleep(5);
+    await until(async () => (await sizes("killed")).every((n) => n === 1));
     const next = new Redlock(env.nodes, { retryCount: -1 }).acquire(["killed"], 5_000, { maxWait: 10_000 });
-    await sleep(50);
-    expect(await Promise.all(env.tcp.map((c) => c.zcard(QUEUE("killed"))))).toEqual([2, 2, 2, 2, 2]);
+    await until(async () => (await sizes("killed")).every((n) => n === 2));
+    expect(await sizes("killed")).toEqual([2, 2, 2, 2, 2]);
     killed = true; // from now on the first waiter sends nothing (and never leaves the line)
+    const released = Date.now();
     await holder.release();
     const lock = await next;
+    const waited = Date.now() - released;
     expect(lock.attempts).toBeGreaterThan(1);
+    // Its entry had 12 s to live (no maxWait): the release cut it to its claim window, which the line respected, and
+    // no more (the next waiter, told it is next, asked once the window was over).
+    expect(waited).toBeGreaterThanOrEqual(CLAIM_MS - 10);
+    expect(waited).toBeLessThan(1_500);
     await lock.release();
     await settle(env);
-    // Its entry is only removed lazily: a script that looks at the queue drops it once its lease ran out.
-    await sleep(350);
-    const probe = await new Redlock(env.nodes, { retryCount: 0 }).acquire(["killed"], 1_000);
-    await probe.release();
-    await settle(env);
-    expect(await Promise.all(env.tcp.map((c) => c.zcard(QUEUE("killed"))))).toEqual([0, 0, 0, 0, 0]);
+    // The acquires that found its entry past its deadline dropped it: nothing of it stays, the line key is gone.
+    expect(await sizes("killed")).toEqual([0, 0, 0, 0, 0]);
+    expect(await Promise.all(env.tcp.map((c) => c.exists(LINE("killed"))))).toEqual([0, 0, 0, 0, 0]);
     stopDoomed.abort(); // the test's own clean-up: its retry loop would run on
     await doomed;
   });
 });
 
-/** Live entries of a queue on one node, read atomically: deadline after the queue's own clock. */
-const LIVE = `local left = redis.call("PTTL", KEYS[1])
-if left < 0 then return 0 end
-return redis.call("ZCOUNT", KEYS[1], "(" .. (3600 * 1000 - left), "+inf")`;
+/** The node's TIME in ms, in a script. */
+const NOW = `local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+/** Live entries of a line on one node, read atomically: deadline after the node's TIME. */
+const LIVE = `${NOW}return redis.call("ZCOUNT", KEYS[1], "(" .. now, "+inf")`;
+/** A line on one node, read atomically: the node's TIME (ms), the entries by deadline with their deadlines, the PTTL. */
+const READ_LINE = `${NOW}return {now, redis.call("ZRANGE", KEYS[1], 0, -1, "WITHSCORES"), redis.call("PTTL", KEYS[1])}`;
 
 describe("fair waiting over slow links (real cluster)", () => {
   it.runIf(timing)(
@@ -141,13 +151,11 @@ describe("fair waiting over slow links (real cluster)", () => {
         await lock.release();
       });
       // Everyone in line on node 0 (its first attempt landed), then watch the line on every node for 2 s while the key is held.
-      for (let i = 0; i < 300 && Number(await env.tcp[0].eval(LIVE, 1, QUEUE("slow-line"))) < 8; i++) await sleep(5);
+      for (let i = 0; i < 300 && Number(await env.tcp[0].eval(LIVE, 1, LINE("slow-line"))) < 8; i++) await sleep(5);
       const seen: number[] = [];
       const end = Date.now() + 2_000;
       while (Date.now() < end) {
-        seen.push(
-          Math.min(...(await Promise.all(env.tcp.map((c) => c.eval(LIVE, 1, QUEUE("slow-line"))))).map(Number)),
-        );
+        seen.push(Math.min(...(await Promise.all(env.tcp.map((c) => c.eval(LIVE, 1, LINE("slow-line"))))).map(Number)));
         await sleep(5);
       }
       await holder.release();
@@ -177,7 +185,7 @@ describe("fair waiting over slow links (real cluster)", () => {
         await sleep(20);
         await lock.release();
       });
-      for (let i = 0; i < 300 && Number(await env.tcp[0].eval(LIVE, 1, QUEUE("slow-order"))) < 8; i++) await sleep(5);
+      for (let i = 0; i < 300 && Number(await env.tcp[0].eval(LIVE, 1, LINE("slow-order"))) < 8; i++) await sleep(5);
       await holder.release();
       await Promise.all(waiters);
       await Promise.all(env.admins.map((a) => a.reset()));
@@ -188,57 +196,63 @@ describe("fair waiting over slow links (real cluster)", () => {
   );
 });
 
-describe("the queue's own clock and key (real cluster)", () => {
-  it("the queue clock rebases after half an hour without dropping a live waiter or reviving a lapsed one", async () => {
-    await loadScripts(env);
-    const q = QUEUE("clock");
-    const EARLY = `${"0".repeat(16)}${"0".repeat(16)}`; // smaller than any real ticket
-    const LAPSED = `${"0".repeat(16)}${"0".repeat(15)}1`;
-    // A queue 30 min minus 10 ms old (clock 1 799 990): one waiter live for 2 s more, one lapsed 5 ms ago.
-    await Promise.all(
-      env.tcp.map(async (c) => {
-        await c.zadd(q, 1_799_990 + 2_000, EARLY, 1_799_990 - 5, LAPSED);
-        await c.pexpire(q, 1_800_010);
-      }),
-    );
-    await sleep(30); // past half the epoch: the next script rebases
-    const once = new Redlock(env.nodes, { retryCount: 0 });
-    await expect(once.acquire(["clock"], 1_000)).rejects.toBeInstanceOf(LockAcquisitionError);
+describe("the line's deadlines and key (real cluster)", () => {
+  it("an entry lives its waiter's maxWait + 2 s past the node's TIME, the line key 5 s past the last deadline; a line left by all is gone", async () => {
+    const holder = await new Redlock(env.nodes).acquire(["linger"], 10_000);
+    const stop = new AbortController();
+    const wait = (maxWait: number) =>
+      new Redlock(env.nodes)
+        .acquire(["linger"], 1_000, { maxWait, signal: stop.signal })
+        .then((lock) => lock.release())
+        .catch(() => undefined);
+    const short = wait(3_000);
+    await until(async () => (await sizes("linger")).every((n) => n === 1));
+    const long = wait(6_000);
+    await until(async () => (await sizes("linger")).every((n) => n === 2));
     for (const c of env.tcp) {
-      const pttl = await c.pttl(q);
-      expect(pttl).toBeGreaterThan(3_600_000 - 1_000);
-      const entries = await c.zrange(q, 0, -1, "WITHSCORES");
-      expect(entries[0]).toBe(EARLY);
-      expect(entries.length).toBe(2); // the lapsed one is gone
-      const now = 3_600_000 - pttl;
-      expect(Number(entries[1]) - now).toBeGreaterThan(1_800); // still ~1.97 s to live, on the new clock
-      expect(Number(entries[1]) - now).toBeLessThanOrEqual(2_000);
+      const [now, entries, pttl] = (await c.eval(READ_LINE, 1, LINE("linger"))) as [number, string[], number];
+      expect(entries.length).toBe(4);
+      // By deadline: the short waiter's entry first, then the long one's (its maxWait ends later).
+      const [shortLeft, longLeft] = [Number(entries[1]) - now, Number(entries[3]) - now];
+      expect(shortLeft).toBeGreaterThan(5_000 - 1_000);
+      expect(shortLeft).toBeLessThanOrEqual(5_000);
+      expect(longLeft).toBeGreaterThan(8_000 - 1_000);
+      expect(longLeft).toBeLessThanOrEqual(8_000);
+      expect(Math.abs(pttl - longLeft - LINE_LINGER_MS)).toBeLessThanOrEqual(5);
     }
-    await Promise.all(env.tcp.map((c) => c.zrem(q, EARLY)));
-    const lock = await once.acquire(["clock"], 1_000);
-    await lock.release();
+    // Both stop waiting: their LEAVEs take the entries out, and the empty line's key goes with the last.
+    stop.abort();
+    await Promise.all([short, long]);
     await settle(env);
+    expect(await Promise.all(env.tcp.map((c) => c.exists(LINE("linger"))))).toEqual([0, 0, 0, 0, 0]);
+    await holder.release();
   });
 
-  it("a queue key that loses its expiry, or is deleted, mid-wait: the line forms again in ticket order", async () => {
+  it("a line key deleted on every node mid-wait: the waiters' next attempts form the line again in ticket order", async () => {
     await loadScripts(env);
-    const q = QUEUE("tamper");
+    const q = LINE("tamper");
     const holder = await new Redlock(env.nodes).acquire(["tamper"], 3_000);
     const served: number[] = [];
+    // Waiters that keep their place by their own retries (every 100-300 ms), with the same ticket each time.
     const waiters = Array.from({ length: 4 }, async (_, i) => {
       await sleep(15 * i);
-      const lock = await new Redlock(env.nodes, { retryCount: -1 }).acquire(["tamper"], 2_000, { maxWait: 10_000 });
+      const lock = await new Redlock(env.nodes, { fair: false }).acquire(["tamper"], 2_000, { maxWait: 10_000 });
       served.push(i);
       await sleep(10);
       await lock.release();
     });
-    for (let i = 0; i < 300 && Number(await env.tcp[0].eval(LIVE, 1, q)) < 4; i++) await sleep(5);
-    await Promise.all(env.tcp.slice(0, 3).map((c) => c.persist(q))); // no expiry: not ours, dropped by the next script
-    await Promise.all(env.tcp.slice(3).map((c) => c.del(q)));
-    await sleep(150); // the waiters come back with the same tickets
-    expect(await Promise.all(env.tcp.map((c) => c.eval(LIVE, 1, q).then(Number)))).toEqual([4, 4, 4, 4, 4]);
+    const live = () => Promise.all(env.tcp.map((c) => c.eval(LIVE, 1, q).then(Number)));
+    await until(async () => (await live()).every((n) => n === 4));
+    const before = await env.tcp[0].zrange(q, 0, -1);
+    expect(before.length).toBe(4);
+    await Promise.all(env.tcp.map((c) => c.del(q)));
+    expect(await live()).toEqual([0, 0, 0, 0, 0]);
+    // The holder still holds: every waiter's next attempt is refused and joins again, with its own ticket.
+    await until(async () => (await live()).every((n) => n === 4));
+    expect(await live()).toEqual([4, 4, 4, 4, 4]);
+    for (const c of env.tcp) expect((await c.zrange(q, 0, -1)).sort()).toEqual([...before].sort());
     // (A FLUSHDB that also takes the holder's key does not keep the order: whoever asks first once the key is gone
-    // wins, before the earlier waiters re-register. No node can know of a waiter it forgot.)
+    // wins, before the earlier waiters joined again. No node can know of a waiter it forgot.)
     await holder.release();
     await Promise.all(waiters);
     await settle(env);

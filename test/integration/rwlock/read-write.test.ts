@@ -1,9 +1,9 @@
 // The read-write lock and the readWrite() middleware on five real redis-server nodes behind the strict bridge (every
 // key a script touches must be in KEYS; pipelines are not atomic): readers share it, a writer is alone and gets in
-// (also past a stream of overlapping readers, also over links slower than the queue's lease); a refusal says when to
-// ask again; a maximum-ttl reader keeps the reader set alive and extending never shortens it; no writer is valid beside
-// a valid reader under partial partitions, late requests and interleaved pipelines; a late fencing write-back neither
-// lets two writers hold nor lowers tokens. docs/SAFETY.md, "Read-write locks", states these.
+// (also past a stream of overlapping readers, also when its requests take longer to land than its claim window); a
+// refusal says when to ask again; a maximum-ttl reader keeps the reader set alive and extending never shortens it; no
+// writer is valid beside a valid reader under partial partitions, late requests and interleaved pipelines; a late
+// fencing write-back neither lets two writers hold nor lowers tokens. docs/SAFETY.md, "Read-write locks", states these.
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, LockExtensionError, Redlock, envNames, type Lock } from "../../../src/index.ts";
@@ -228,7 +228,7 @@ async function linkedClient(name: string, options: ConstructorParameters<typeof 
 }
 
 describe("read-write lock under slow links, partitions, non-atomic pipelines and late write-backs (real Redis)", () => {
-  it("a stream of overlapping readers does not keep out a writer whose links are slower than the queue's lease", async () => {
+  it("a stream of overlapping readers does not keep out a writer whose requests take longer to land than its claim window", async () => {
     await loadScripts(env);
     const readersClient = new Redlock(env.nodes);
     const doc = readersClient.readWriteLock("rw:slow-writer");
@@ -271,8 +271,9 @@ describe("read-write lock under slow links, partitions, non-atomic pipelines and
     stop = true;
     await Promise.all(readers);
     await settle(env);
-    // Readers that asked well after the writer was in line (its second attempt has run on every node by then) and
-    // still got in before it: they overtook it.
+    // The writer's entry lives until its maxWait; each release that frees the lock cuts it to the writer's claim
+    // window, shorter than the 450 ms its claim takes to land. Readers that asked well after the writer was in line
+    // (its first attempt has run on every node by then) and still got in before it: they overtook it.
     const overtook = reads.filter((r) => r.asked > began + 1_500 && (outcome !== "wrote" || r.got < wrote)).length;
     console.log({ outcome, waitedMs: Math.round((wrote || performance.now()) - began), reads: reads.length, overtook });
     expect(outcome).toBe("wrote");

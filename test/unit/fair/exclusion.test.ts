@@ -1,13 +1,15 @@
 // Fair waiting keeps exclusion when its undos land late and when waiters miss their turn. On the simulator under
 // seeded latencies, requests cut at nodeTimeout and still delivered (so an undo — REQUEUE of a semaphore waiter or a
-// writer, a reader's read release with a lease — lands after later tries, attempts, releases and LEAVEs), and slow
+// writer, a reader's read release with an entry life — lands after later tries, attempts, releases and LEAVEs), and slow
 // clients whose rounds end around their ttl (so they often miss their turn, sometimes hold with a few ms of validity):
 // never more than `limit` valid permits and never two on one slot, a valid writer always alone, a valid reader's entry
-// on a quorum until it releases, fences rising with time; once everything landed no ticket outlives one lease.
+// on a quorum until it releases, fences rising with time; once everything landed no ticket outlives its waiter's
+// deadline (maxWait + 2 s), and no line key its linger (5 s) after that.
 // A holder is valid from its grant's reply to min(its release, acquire time + validityMs).
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { LockAcquisitionError, Redlock, type Lock, type RedlockNode } from "../../../src/index.ts";
 import { Line } from "../../../src/lock/line.ts";
+import { LINE_LINGER_MS } from "../../../src/scripts/queue.ts";
 import { prng } from "../../../dev/prng.ts";
 import { simCluster, type SimNode } from "../../sim/sim-node.ts";
 import { VirtualClock } from "../../sim/virtual-clock.ts";
@@ -24,7 +26,7 @@ function setup(seed: number) {
     node.latency = (request) =>
       1 + Math.floor(rand() * (request.script === "requeue" || request.script === "leave" ? 80 : 45));
   }
-  // Counts the re-queueing undos the client sends: REQUEUE, and a reader's read release with a lease.
+  // Counts the re-queueing undos the client sends: REQUEUE, and a reader's read release with an entry life.
   const undos = { count: 0 };
   const counted: RedlockNode[] = nodes.map((node) => ({
     label: node.label,
@@ -105,7 +107,7 @@ describe("exclusion under late REQUEUEs (seeded latencies)", () => {
       };
       await clock.run(Promise.all(Array.from({ length: 7 }, (_, c) => client(c))));
       await clock.drain();
-      // A writer's undo is REQUEUE, a reader's a read release with a lease: either re-queues.
+      // A writer's undo is REQUEUE, a reader's a read release with an entry life: either re-queues.
       expect(undos.count, "the scenario exercises the re-queueing undo").toBeGreaterThan(0);
       for (const w of log.filter((i) => i.write)) {
         const overlapping = log.filter((o) => o !== w && o.from < w.to && w.from < o.to);
@@ -116,19 +118,20 @@ describe("exclusion under late REQUEUEs (seeded latencies)", () => {
 });
 
 const READERS = "edge-redlock:rw:readers:doc";
-const QUEUE = "edge-redlock:rw:queue:doc";
+const QUEUE = "edge-redlock:rw:line:doc";
 
 type ReadHold = { from: number; to: number; write: boolean };
 
 describe("exclusion and reader entries under late reader undos (seeded latencies)", () => {
   for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
-    it(`2 writers and 5 readers × 3 (seed ${seed}): a writer alone, a reader's entry on a quorum while valid, no member past a lease`, async () => {
+    it(`2 writers and 5 readers × 3 (seed ${seed}): a writer alone, a reader's entry on a quorum while valid, no member past its deadline`, async () => {
       const clock = new VirtualClock();
       const rand = prng(seed);
       const nodes = simCluster(clock);
       for (const node of nodes) {
         node.deliverLate = true;
-        // 1-45 ms, an undo with a lease 1-150 ms (nodeTimeout 50: often cut, delivered anyway).
+        // 1-45 ms; a read release (a reader's undo with an entry life among them) or LEAVE 1-150 ms (nodeTimeout 50:
+        // often cut, delivered anyway).
         node.latency = (request) =>
           1 + Math.floor(rand() * (request.script === "rw-read-release" || request.script === "leave" ? 150 : 45));
       }
@@ -174,17 +177,19 @@ describe("exclusion and reader entries under late reader undos (seeded latencies
       };
       await clock.run(Promise.all(Array.from({ length: 7 }, (_, c) => client(c))));
       await clock.drain();
-      expect(undos, "the scenario exercises the reader's undo with a lease").toBeGreaterThan(0);
-      console.log(`seed ${seed}: ${undos} reader undos with a lease, ${log.length} holds`);
+      expect(undos, "the scenario exercises the reader's undo with an entry life").toBeGreaterThan(0);
+      console.log(`seed ${seed}: ${undos} reader undos with an entry life, ${log.length} holds`);
       expect(log.some((i) => !i.write)).toBe(true);
       expect(entryLost).toEqual([]);
       for (const w of log.filter((i) => i.write)) {
         const overlapping = log.filter((o) => o !== w && o.from < w.to && w.from < o.to);
         expect(overlapping, `writer [${w.from}, ${w.to})`).toEqual([]);
       }
-      // Everything landed: no member outlives one lease (the lease is 300 ms, or twice the slowest round: < 2 × 50+).
-      await clock.advance(301);
+      // Everything landed: no member outlives its waiter's deadline (maxWait 6 s + 2 s), no line key its linger.
+      await clock.advance(8_001);
       expect(nodes.map((n) => n.liveWaiters(QUEUE).length)).toEqual([0, 0, 0, 0, 0]);
+      await clock.advance(LINE_LINGER_MS);
+      expect(nodes.map((n) => n.queuePttl(QUEUE))).toEqual([-2, -2, -2, -2, -2]);
     });
   }
 });
@@ -206,10 +211,10 @@ type Kind = "mutex" | "fenced" | "rw" | "semaphore";
 type TurnHold = { from: number; to: number; client: number; write: boolean; slot?: number; fence?: bigint };
 
 const QUEUES: Record<Kind, string> = {
-  mutex: "edge-redlock:queue:report",
-  fenced: "edge-redlock:queue:report",
-  rw: "edge-redlock:rw:queue:report",
-  semaphore: "edge-redlock:semaphore-queue:report",
+  mutex: "edge-redlock:line:report",
+  fenced: "edge-redlock:line:report",
+  rw: "edge-redlock:rw:line:report",
+  semaphore: "edge-redlock:semaphore-line:report",
 };
 
 afterEach(() => vi.restoreAllMocks());
@@ -217,7 +222,7 @@ afterEach(() => vi.restoreAllMocks());
 describe("missed turns keep exclusion and leave nothing in line (seeded latencies)", () => {
   for (const kind of ["mutex", "fenced", "rw", "semaphore"] as Kind[]) {
     for (const seed of [1, 2, 3]) {
-      it(`${kind}: 3 slow and 3 fast clients × 3 (seed ${seed}): no two valid holders, no ticket or key left past a lease`, async () => {
+      it(`${kind}: 3 slow and 3 fast clients × 3 (seed ${seed}): no two valid holders, no ticket or key left past its deadline`, async () => {
         const renew = vi.spyOn(Line.prototype, "renew");
         const clock = new VirtualClock();
         const rand = prng(seed * 7919 + kind.length);
@@ -278,9 +283,11 @@ describe("missed turns keep exclusion and leave nothing in line (seeded latencie
           const byTime = [...log].sort((a, b) => a.from - b.from);
           for (let i = 1; i < byTime.length; i++) expect(byTime[i].fence! > byTime[i - 1].fence!).toBe(true);
         }
-        // Everything landed: no ticket outlives one lease (300 ms, or twice the slowest round: ~2 × 200 when fenced).
-        await clock.advance(450);
+        // Everything landed: no ticket outlives its waiter's deadline (maxWait 1.5 s + 2 s), no line key its linger.
+        await clock.advance(3_501);
         expect(nodes.map((n) => n.liveWaiters(QUEUES[kind]).length)).toEqual([0, 0, 0, 0, 0]);
+        await clock.advance(LINE_LINGER_MS);
+        expect(nodes.map((n) => n.queuePttl(QUEUES[kind]))).toEqual([-2, -2, -2, -2, -2]);
         expect(nodes.map((n) => n.liveKeys().filter((k) => !k.includes("fence")).length)).toEqual([0, 0, 0, 0, 0]);
       });
     }

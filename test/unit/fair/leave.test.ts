@@ -1,13 +1,14 @@
 // A fair waiter leaves the line on every node: when it gives up, and when it is served and releases (also where a
 // node had refused and queued it). What lands late cannot keep a waiter in line or grant: an enqueue that lands after
-// the waiter left blocks that node for at most the lease, a grant that lands after the round was decided is released,
-// and a waiter that crashed mid-queue holds the line up for at most its lease.
+// the waiter left never grants, and blocks that node for at most a claim window once the resource there is free; a
+// grant that lands after the round was decided is released; and a waiter that crashed first in line holds the line up
+// for at most its claim window (200 ms) once the resource is free.
 import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, Redlock, type RedlockNode, type RedlockOptions } from "../../../src/index.ts";
 import { simCluster, type SimNode } from "../../sim/sim-node.ts";
 import { VirtualClock } from "../../sim/virtual-clock.ts";
 
-const Q = "edge-redlock:queue:k";
+const Q = "edge-redlock:line:k";
 
 function setup(options: RedlockOptions = {}) {
   const clock = new VirtualClock();
@@ -52,11 +53,12 @@ describe("fair acquire: leaving the line, and what lands late", () => {
     expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
   });
 
-  it("an enqueue that lands after the waiter left blocks that node for at most the lease, never grants", async () => {
+  it("an enqueue that lands after the waiter left never grants, and blocks that node for at most a claim window once the resource is free", async () => {
     const { clock, nodes, redlock } = setup({ nodeTimeout: 100 });
     for (const n of nodes) n.deliverLate = true;
     hold(nodes, "k", 500);
-    // Node 4 gets the waiter's second attempt very late: it lands after the waiter gave up and left.
+    // Node 4 gets the waiter's second attempt (first in line, it asks once when its stream confirms) very late: it
+    // lands after the waiter gave up and left.
     nodes[4].latency = (r) =>
       r.script === "fair-acquire" && nodes[4].requests.filter((q) => q.script === "fair-acquire").indexOf(r) === 1
         ? 400
@@ -68,18 +70,24 @@ describe("fair acquire: leaving the line, and what lands late", () => {
     expect(await clock.run(waiting)).toBe("gave up");
     await clock.advance(420 - clock.now()); // the late enqueue has landed on node 4 now
     const late = nodes[4].requests.filter((r) => r.script === "fair-acquire")[1];
+    expect(late, "the waiter's second attempt").toBeDefined();
     const leftAt = nodes[4].requests.find((r) => r.script === "leave")?.ranAt ?? Infinity;
     expect(late.ranAt).toBeGreaterThan(leftAt);
     expect(waiters(nodes)).toEqual([0, 0, 0, 0, 1]);
-    // Another client is served by the other four nodes once the holder is gone; node 4 refuses until the lease ends.
+    const [dead] = nodes[4].liveWaiters(Q);
+    // Its entry carries the dead waiter's own deadline: 12 s without maxWait.
+    expect(nodes[4].queue(Q)!.get(dead)! - nodes[4].time()).toBeGreaterThan(10_000);
+    // Another client is served by the other four nodes once the holder is gone; node 4 refuses it (the dead ticket is
+    // ahead) and, the resource being free there, cuts the dead entry to its claim window.
     const other = new Redlock(nodes, { clock, nodeTimeout: 100 });
     const lock = await clock.run(other.acquire(["k"], 5_000));
-    expect(clock.now()).toBeLessThan(late.ranAt! + 300);
     await clock.advance(1);
     expect(nodes.map((n) => n.get("k") === lock.value)).toEqual([true, true, true, true, false]);
     expect(nodes[4].get("k")).toBeUndefined(); // the late enqueue never granted anything
-    await clock.advance(late.ranAt! + 300 - clock.now());
-    await clock.run(lock.release()); // it leaves node 4's queue too, where it had been refused and queued
+    expect(nodes[4].queue(Q)!.get(dead)! - nodes[4].time()).toBeLessThanOrEqual(200);
+    await clock.advance(201);
+    expect(nodes[4].liveWaiters(Q)).not.toContain(dead);
+    await clock.run(lock.release()); // it leaves node 4's line too, where it had been refused and queued
     await clock.drain();
     expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
   });
@@ -96,9 +104,9 @@ describe("fair acquire: leaving the line, and what lands late", () => {
     expect(nodes[4].requests.map((r) => r.script)).toEqual(["fair-acquire", "release"]);
   });
 
-  it("a waiter that crashed mid-queue holds the line up for at most its lease (300 ms)", async () => {
+  it("a crashed first-in-line waiter holds the line up for at most its claim window (200 ms) once the resource is free", async () => {
     const { clock, nodes } = setup();
-    hold(nodes, "k", 5_000);
+    const holder = await clock.run(new Redlock(nodes, { clock, nodeTimeout: 100 }).acquire(["k"], 5_000));
     const a = crashable(nodes);
     void new Redlock(a.nodes, { clock, nodeTimeout: 100 }).acquire(["k"], 1_000).catch(() => {});
     await clock.advance(20);
@@ -106,11 +114,15 @@ describe("fair acquire: leaving the line, and what lands late", () => {
     await clock.advance(20);
     a.crash();
     await clock.advance(5); // its last requests (latency 1) have landed: it is a waiter, not a holder
+    expect(waiters(nodes), "A (dead, first) and B wait").toEqual([2, 2, 2, 2, 2]);
+    // B's first wait (its streams not yet confirmed) is at most retryDelay + retryJitter; then it listens.
+    await clock.advance(400 - clock.now());
     const freedAt = clock.now();
-    for (const n of nodes) n.set("k", "", -1); // the holder releases
+    await clock.run(holder.release()); // its LEAVE frees the resource and wakes the line: A's window starts
     const lock = await clock.run(b);
-    expect(clock.now() - freedAt).toBeLessThanOrEqual(300 + 40 + 10);
-    expect(clock.now() - freedAt).toBeGreaterThan(100); // it did wait for the dead waiter's lease: the order held
+    // B, told it is next, asks once A's window (and a 20 ms margin) is over.
+    expect(clock.now() - freedAt).toBeLessThanOrEqual(200 + 20 + 10);
+    expect(clock.now() - freedAt).toBeGreaterThan(190); // it did wait for the dead waiter's window: the order held
     await clock.run(lock.release());
   });
 

@@ -1,6 +1,6 @@
 // A fair waiter's failed attempt keeps its place in line: where the attempt was granted, the grant took its ticket
 // out of line, and the undo puts it back there (REQUEUE for a mutex waiter, a semaphore waiter or a writer; a read
-// release with a lease for a reader), so the next contender is not served first on those nodes. Where the attempt
+// release with an entry life for a reader), so the next contender is not served first on those nodes. Where the attempt
 // was refused nothing was set and nothing is undone. A waiter that can never reach a quorum keeps nobody out: judged on
 // the round's failures (also when a refusal decided the round early), its grants are undone with RELEASE.
 import { describe, expect, it } from "vitest";
@@ -9,7 +9,7 @@ import { simCluster, type SimNode } from "../../sim/sim-node.ts";
 import { VirtualClock } from "../../sim/virtual-clock.ts";
 import { watchRequeues } from "../../sim/watch-requeue.ts";
 
-const Q = "edge-redlock:queue:k";
+const Q = "edge-redlock:line:k";
 
 function setup(options: RedlockOptions = {}) {
   const clock = new VirtualClock();
@@ -48,7 +48,7 @@ describe("fair acquire: a failed attempt keeps the waiter's place", () => {
 
 describe("fair waiting: a failed attempt's undoing keeps the waiter's place", () => {
   it("a semaphore waiter: where its try was granted, REQUEUE puts its ticket back in the semaphore's line", async () => {
-    const queue = "edge-redlock:semaphore-queue:jobs";
+    const queue = "edge-redlock:semaphore-line:jobs";
     const { clock, nodes, redlock, afterRequeue } = watchedSetup(queue);
     // Limit 1: nodes 0 and 1 have the slot free and grant it, 2-4 refuse; the holder there lets go at 300 ms.
     for (const n of nodes.slice(2)) n.set("edge-redlock:semaphore:jobs:0", "someone-else", 300);
@@ -63,7 +63,7 @@ describe("fair waiting: a failed attempt's undoing keeps the waiter's place", ()
   });
 
   it("a writer: where its attempt was granted, REQUEUE puts its ticket back in the read-write lock's line", async () => {
-    const queue = "edge-redlock:rw:queue:doc";
+    const queue = "edge-redlock:rw:line:doc";
     const { clock, nodes, redlock, afterRequeue } = watchedSetup(queue);
     for (const n of nodes.slice(2)) n.set("edge-redlock:rw:writer:doc", "someone-else", 300);
     const lock = await clock.run(redlock.readWriteLock("doc").acquireWrite(1_000, { maxWait: 2_000 }));
@@ -79,8 +79,8 @@ describe("fair waiting: a failed attempt's undoing keeps the waiter's place", ()
     expect(nodes.map((n) => n.liveWaiters(queue).length)).toEqual([0, 0, 0, 0, 0]);
   });
 
-  it("a reader: where its attempt was granted, its undo (a read release with a lease) puts its ticket back in line", async () => {
-    const queue = "edge-redlock:rw:queue:doc";
+  it("a reader: where its attempt was granted, its undo (a read release with an entry life) puts its ticket back in line", async () => {
+    const queue = "edge-redlock:rw:line:doc";
     const readers = "edge-redlock:rw:readers:doc";
     const requeues = (script: string, args: readonly string[]) => script === "rw-read-release" && args.length === 3;
     const { clock, nodes, redlock, afterRequeue } = watchedSetup(queue, requeues);

@@ -1,13 +1,14 @@
-// A single try (retryCount 0) never joins the line: it never enqueues, a granted one is released with the classic
-// RELEASE and a failed one is undone with RELEASE (never REQUEUE); a lock that could wait leaves its queues with LEAVE;
-// fair: false sends the classic acquire script.
+// A single try (retryCount 0) never joins the line, fair or not: it sends the fair script with join "0", so it
+// respects the line (refused where a live waiter is ahead, also on a free resource) but never enqueues; a failed one
+// is undone with RELEASE (never REQUEUE); a granted one, as every lock, releases with LEAVE (resources and lines), and
+// that release wakes the line.
 import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, Redlock, type RedlockOptions } from "../../../src/index.ts";
 import { simCluster, type SimNode } from "../../sim/sim-node.ts";
 import { VirtualClock } from "../../sim/virtual-clock.ts";
 import { watchRequeues } from "../../sim/watch-requeue.ts";
 
-const Q = "edge-redlock:queue:k";
+const Q = "edge-redlock:line:k";
 
 function setup(options: RedlockOptions = {}) {
   const clock = new VirtualClock();
@@ -29,7 +30,7 @@ function watchedSetup(queue: string, isRequeue?: Parameters<typeof watchRequeues
 }
 
 describe("fair acquire: a single try", () => {
-  it("one try (retryCount 0) never enqueues, and fair: false sends the classic script", async () => {
+  it('one try (retryCount 0) never enqueues, fair or not: both send the fair script with join "0"', async () => {
     const { clock, nodes, redlock } = setup();
     hold(nodes, "k", 5_000);
     await expect(clock.run(redlock.acquire(["k"], 1_000, { retryCount: 0 }))).rejects.toBeInstanceOf(
@@ -40,10 +41,32 @@ describe("fair acquire: a single try", () => {
     );
     await clock.drain();
     expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
-    expect(nodes[0].requests.map((r) => r.script)).toEqual(["fair-acquire", "acquire"]);
+    expect(nodes[0].requests.map((r) => r.script)).toEqual(["fair-acquire", "fair-acquire"]);
+    // ARGV: value, ttl, n, ticket, life, join, age.
+    expect(nodes[0].requests.map((r) => nodes[0].argsOf(r)?.[5])).toEqual(["0", "0"]);
   });
 
-  it("a single try that was granted releases with the classic script; a lock that could wait leaves its queues", async () => {
+  it("a single try, fair or not, is refused where a live waiter is ahead, even on a free resource", async () => {
+    const { clock, nodes, redlock } = setup();
+    const holder = await clock.run(redlock.acquire(["k"], 5_000));
+    const waiter = new Redlock(nodes, { clock, nodeTimeout: 100 }).acquire(["k"], 1_000, { maxWait: 10_000 });
+    await clock.advance(20);
+    expect(waiters(nodes)).toEqual([1, 1, 1, 1, 1]);
+    // The holder's key goes without a release (it expires): nobody is woken, the waiter still sleeps.
+    for (const n of nodes) n.delete("k");
+    for (const fair of [true, false]) {
+      const once = await clock.run(redlock.acquire(["k"], 1_000, { retryCount: 0, fair }).catch((e: unknown) => e));
+      expect(once, `fair: ${fair}`).toBeInstanceOf(LockAcquisitionError);
+    }
+    expect(waiters(nodes), "the single tries did not join").toEqual([1, 1, 1, 1, 1]);
+    // Refused by the line alone, the single try woke its head: the waiter claims at once.
+    const lock = await clock.run(waiter);
+    expect(clock.now()).toBeLessThan(60);
+    await clock.run(lock.release());
+    await clock.run(holder.release());
+  });
+
+  it("a single try that was granted releases with LEAVE, as a lock that could wait does", async () => {
     const { clock, nodes, redlock } = setup();
     const once = await clock.run(redlock.acquire(["k"], 1_000, { retryCount: 0 }));
     await clock.run(once.release());
@@ -53,15 +76,30 @@ describe("fair acquire: a single try", () => {
     for (const node of nodes) {
       const releases = node.requests.filter((r) => r.script !== "fair-acquire");
       expect(releases.map((r) => [r.script, r.keys])).toEqual([
-        ["release", ["k"]],
+        ["leave", ["k", Q]],
         ["leave", ["k", Q]],
       ]);
     }
     expect(nodes.map((n) => n.get("k"))).toEqual(Array(5).fill(undefined));
   });
 
+  it("a single try's release wakes the line: a waiter is served at once, not at the holder's expiry", async () => {
+    const { clock, nodes, redlock } = setup();
+    const once = await clock.run(redlock.acquire(["k"], 10_000, { retryCount: 0 }));
+    const waiting = new Redlock(nodes, { clock, nodeTimeout: 100 }).acquire(["k"], 1_000, { maxWait: 20_000 });
+    await clock.advance(1_000); // the waiter listens, and sleeps until the holder's PTTL (about 9 s)
+    expect(waiters(nodes)).toEqual([1, 1, 1, 1, 1]);
+    const releasedAt = clock.now();
+    await clock.run(once.release());
+    const lock = await clock.run(waiting);
+    expect(clock.now() - releasedAt).toBeLessThan(20);
+    await clock.run(lock.release());
+    await clock.drain();
+    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
+  });
+
   it("a single try (no retries) never requeues: it undoes with RELEASE and never joins the line", async () => {
-    const queue = "edge-redlock:rw:queue:doc";
+    const queue = "edge-redlock:rw:line:doc";
     const { clock, nodes, redlock, afterRequeue } = watchedSetup(queue);
     for (const n of nodes.slice(2)) n.set("edge-redlock:rw:writer:doc", "someone-else", 300);
     await expect(clock.run(redlock.readWriteLock("doc").acquireWrite(1_000, { retryCount: 0 }))).rejects.toThrow();

@@ -18,14 +18,17 @@ const holders = (nodes: SimNode[], key: string) => nodes.map((n) => n.get(key));
 describe("fencing", () => {
   it("runs the write-back round after the grant and returns the largest counter of the granting nodes", async () => {
     const { clock, nodes, redlock } = setup();
-    await clock.advance(5); // node clocks read 5 ms = 5000 µs: a fresh counter starts there
-    nodes[2].counters.set("edge-redlock:fence:k", 9_041n);
+    await clock.advance(5);
+    // The acquire runs at 6 ms: the nodes' TIME then reads epoch 6 ms, in µs; a fresh counter starts there.
+    const ranAtUs = BigInt(clock.epochBase + 6) * 1_000n;
+    nodes[2].counters.set("edge-redlock:fence:k", ranAtUs + 3_041n); // ahead of TIME: it rises by one
     const lock = await clock.run(redlock.acquire(["k"], 1_000, { fencing: true }));
-    expect(lock.fence).toBe("9042");
+    expect(lock.fence).toBe(String(ranAtUs + 3_042n));
     await clock.drain();
-    expect(nodes.map((n) => n.requests.map((r) => r.script))).toEqual(Array(5).fill(["acquire", "fence"]));
+    expect(nodes.map((n) => n.requests.map((r) => r.script))).toEqual(Array(5).fill(["fair-acquire", "fence"]));
     // The write-back round is decided at a quorum; the two stragglers are cut before they land here.
-    expect(nodes.map((n) => n.counters.get("edge-redlock:fence:k"))).toEqual([9_042n, 9_042n, 9_042n, 6_000n, 6_000n]);
+    const top = ranAtUs + 3_042n;
+    expect(nodes.map((n) => n.counters.get("edge-redlock:fence:k"))).toEqual([top, top, top, ranAtUs, ranAtUs]);
   });
 
   it("fails the attempt, and releases, when the caller lost the key on a majority before the write-back", async () => {

@@ -48,7 +48,7 @@ async function simulate(scenario: Scenario, legacyExtend = false): Promise<Outco
     node.deliverLate = true;
     node.legacyExtend = legacyExtend;
     node.latency = (r) =>
-      r.script === "acquire" ? 1 + (request % 7) : scenario.latencies[request++ % scenario.latencies.length];
+      r.script === "fair-acquire" ? 1 + (request % 7) : scenario.latencies[request++ % scenario.latencies.length];
   }
   const redlock = new Redlock(nodes, { clock, nodeTimeout: NODE_TIMEOUT, retryCount: 0 });
   let lock: Lock;

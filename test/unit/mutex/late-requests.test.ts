@@ -100,7 +100,7 @@ describe("a released lock is dead", () => {
     await clock.run(result.pending);
     await clock.drain(); // the extension lands on node 4 after the release
     expect(nodes[4].requests.find((r) => r.script === "extend")?.ranAt).toBeGreaterThan(
-      nodes[4].requests.find((r) => r.script === "release")?.ranAt ?? Infinity,
+      nodes[4].requests.find((r) => r.script === "leave")?.ranAt ?? Infinity,
     );
     expect(holders(nodes, "k")).toEqual(Array(5).fill(undefined));
   });

@@ -108,7 +108,7 @@ describe("acquire", () => {
   it("takes t1 at the start of each attempt: a slow failed attempt does not eat the next one's validity", async () => {
     const { clock, nodes, redlock } = setup({ retryCount: 1, retryDelay: 50, retryJitter: 0, nodeTimeout: 500 });
     for (const n of nodes)
-      n.latency = (r) => (n.requests.filter((q) => q.script === "acquire").indexOf(r) === 0 ? 400 : 5);
+      n.latency = (r) => (n.requests.filter((q) => q.script === "fair-acquire").indexOf(r) === 0 ? 400 : 5);
     for (const n of nodes.slice(0, 3)) n.set("k", "other", 450);
     const lock = await clock.run(redlock.acquire(["k"], 1_000));
     expect(lock.attempts).toBe(2);
@@ -139,8 +139,9 @@ describe("acquire", () => {
     expect(error.reason).toBe("held");
     expect(nodes[3].requests[0].ranAt).toBe(300);
     expect(holders(nodes, "k")).toEqual(["other", "other", undefined, undefined, undefined]);
-    expect(nodes[3].requests.map((r) => r.script)).toEqual(["acquire", "release"]);
-    expect(nodes[0].requests.map((r) => r.script)).toEqual(["acquire"]);
+    // A single try never joined the line: its undo is the plain release, sent only where it may have set the key.
+    expect(nodes[3].requests.map((r) => r.script)).toEqual(["fair-acquire", "release"]);
+    expect(nodes[0].requests.map((r) => r.script)).toEqual(["fair-acquire"]);
   });
 
   it("multi-resource: grants all keys or none on each node", async () => {
@@ -274,19 +275,20 @@ describe("release and extend", () => {
     await clock.drain(); // node 4's acquire reply is in before the release: the release round covers it
     const early = await clock.run(lock.release());
     await clock.run(early.pending);
-    expect(nodes[4].requests.map((r) => r.script)).toEqual(["acquire", "release"]);
+    // A lock that waited in line releases with LEAVE (its keys and its line).
+    expect(nodes[4].requests.map((r) => r.script)).toEqual(["fair-acquire", "leave"]);
     // Node 4 (300 ms for everything): its release lands after its acquire and deletes the key.
-    nodes[3].latency = (r) => (r.script === "acquire" ? 300 : 1); // node 3: the release overtakes the acquire
+    nodes[3].latency = (r) => (r.script === "fair-acquire" ? 300 : 1); // node 3: the release overtakes the acquire
     const again = await clock.run(redlock.acquire(["k2"], 5_000));
     const late = await clock.run(again.release()); // the acquire replies of nodes 3 and 4 are still out
     expect(late.votes.map((v) => v.outcome)).toEqual(["granted", "granted", "granted", "unanswered", "unanswered"]);
     await clock.run(late.pending);
     // Node 3's release found nothing (its acquire came later): one follow-up. Node 4's release deleted the key: none.
-    expect(nodes[4].requests.filter((r) => r.keys[0] === "k2").map((r) => r.script)).toEqual(["acquire", "release"]);
+    expect(nodes[4].requests.filter((r) => r.keys[0] === "k2").map((r) => r.script)).toEqual(["fair-acquire", "leave"]);
     expect(nodes[3].requests.filter((r) => r.keys[0] === "k2").map((r) => r.script)).toEqual([
-      "acquire",
-      "release",
-      "release",
+      "fair-acquire",
+      "leave",
+      "leave",
     ]);
     await clock.drain();
     expect(holders(nodes, "k2")).toEqual(Array(5).fill(undefined));

@@ -1,4 +1,4 @@
-// The read-write lock on the deterministic simulator: readers share, a writer is alone, the queue orders them,
+// The read-write lock on the deterministic simulator: readers share, a writer is alone, the line orders them,
 // a reader's extension and release, inspection, fencing, events, and the late orderings of a reader's requests.
 import { describe, expect, it } from "vitest";
 import {
@@ -21,7 +21,7 @@ function setup(options: RedlockOptions = {}) {
 
 const WRITER = "edge-redlock:rw:writer:doc";
 const READERS = "edge-redlock:rw:readers:doc";
-const QUEUE = "edge-redlock:rw:queue:doc";
+const QUEUE = "edge-redlock:rw:line:doc";
 
 describe("read-write lock", () => {
   it("readers share it; a writer is refused while they hold it, with when to ask again", async () => {
@@ -53,30 +53,31 @@ describe("read-write lock", () => {
   });
 
   it("a waiting writer stops the readers that come after it, and gets the lock when the readers before it leave", async () => {
-    const { clock, nodes, redlock } = setup({ retryCount: 50, retryDelay: 20, retryJitter: 0 });
+    const { clock, nodes, redlock } = setup();
     const doc = redlock.readWriteLock("doc");
     const first = await clock.run(doc.acquireRead(5_000));
     const order: string[] = [];
-    const writer = clock.run(
-      doc.acquireWrite(1_000).then(async (lock) => {
-        order.push("writer");
-        await clock.sleep(100);
-        await lock.release();
-      }),
-    );
+    let writerAt = -1;
+    const writer = doc.acquireWrite(1_000, { maxWait: 10_000 }).then(async (lock) => {
+      writerAt = clock.now();
+      order.push("writer");
+      await clock.sleep(100);
+      await lock.release();
+    });
     await clock.advance(50); // the writer is in line on every node
     expect(nodes.every((n) => n.liveWaiters(QUEUE).some((t) => t.endsWith("w")))).toBe(true);
-    const lateReader = clock.run(
-      doc.acquireRead(1_000).then(async (lock) => {
-        order.push("late reader");
-        await lock.release();
-      }),
-    );
+    const lateReader = doc.acquireRead(1_000, { maxWait: 10_000 }).then(async (lock) => {
+      order.push("late reader");
+      await lock.release();
+    });
     await clock.advance(200);
     expect(order).toEqual([]); // the late reader waits behind the writer, though only readers hold the lock
-    await clock.run(first.release());
+    expect(nodes.every((n) => n.liveWaiters(QUEUE).some((t) => t.endsWith("r")))).toBe(true);
+    const releasedAt = clock.now();
+    await clock.run(first.release()); // the last reader out wakes the line: the writer claims at once
     await clock.run(Promise.all([writer, lateReader]));
     expect(order).toEqual(["writer", "late reader"]);
+    expect(writerAt - releasedAt).toBeLessThan(20);
   });
 
   it("a reader's extension never shortens its entry and never brings back a released one", async () => {

@@ -1,0 +1,230 @@
+// Woken waiting: a waiter in line listens on its line's channel on a few nodes and attempts when a wakeup names
+// it among those who may claim. A wakeup is only a hint: the waiter never sleeps past the time the nodes gave.
+import type { RedlockNode } from "../node/node.ts";
+import type { NodeVote } from "../scripts/vote.ts";
+import { WAKE_PREFIX } from "../scripts/queue.ts";
+import { anySignal, type Clock } from "../support/clock.ts";
+import { toHex } from "../support/random.ts";
+
+/**
+ * How many nodes a waiter listens on. Two: one node down or one stream cut still leaves a wakeup to hear, and it
+ * costs two subrequests and two of a Worker's six connections that may wait for headers at once.
+ */
+export const LISTENED_NODES = 2;
+
+/** How many times one acquisition subscribes at most (its first refusal, then after streams were cut). */
+const SUBSCRIBE_ROUNDS = 3;
+
+/** After the claimers' windows, the next in line waits this much more before it asks (ms). */
+const NEXT_MARGIN_MS = 20;
+
+/**
+ * The channel of a line's wakeups: {@link WAKE_PREFIX} and 20 hex digits of SHA-1 of the line's key, as the scripts
+ * derive it (`redis.sha1hex`). Hex only, so it needs no escaping in a URL path and holds no comma.
+ * @example
+ * ```ts
+ * await wakeChannel("edge-redlock:line:orders:42"); // "edge-redlock:wake:5b1f…"
+ * ```
+ */
+export async function wakeChannel(lineKey: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(lineKey));
+  return WAKE_PREFIX + toHex(new Uint8Array(digest)).slice(0, 20);
+}
+
+/**
+ * What a wakeup means to the waiter holding `ticket`: `claim` (it is among the first `claimers` and the resource is
+ * free for it), `next` after `afterMs` (it follows the claimers: it asks once their windows are over, so a claimer
+ * that died is skipped), `behind` after `afterMs` (it is further back: it asks once the claimers' and the next one's
+ * windows are over, so two that died in a row do not leave it waiting for the holder's time), or `held` (someone
+ * claimed: any watch is over).
+ * @example
+ * ```ts
+ * readWakeup("1 A00200 B00200", "B00200"); // { next: 220, after: "A00200" }
+ * ```
+ */
+export function readWakeup(
+  payload: string,
+  ticket: string,
+): { claim: true } | { next: number; after: string } | { behind: number; after: string } | { held: true } | undefined {
+  const words = payload.split(" ");
+  const claimers = Number(words[0]);
+  if (!Number.isInteger(claimers) || claimers < 0) return undefined;
+  if (claimers === 0) return { held: true };
+  const listed = words.slice(1);
+  const at = listed.indexOf(ticket);
+  if (at >= 0 && at < claimers) return { claim: true };
+  const windowOf = (word: string | undefined) => (word === undefined ? 0 : Number(word.slice(32, 37)) || 0);
+  let window = 0;
+  for (const first of listed.slice(0, claimers)) window = Math.max(window, windowOf(first));
+  const after = listed.join(" ");
+  if (at === claimers) return { next: window + NEXT_MARGIN_MS, after: listed.slice(0, claimers).join(" ") };
+  return { behind: window + windowOf(listed[claimers]) + 2 * NEXT_MARGIN_MS, after };
+}
+
+/** What a {@link Waker} needs of its acquisition. */
+export interface WakerOptions {
+  nodes: readonly RedlockNode[];
+  clock: Clock;
+  /** The first line's key: its channel is listened on. */
+  lineKey: string;
+  /** The waiter's current ticket (it changes when the ticket is renewed). */
+  ticket(): string;
+  /** A subscription that has not confirmed within this many ms is cut. */
+  confirmWithin: number;
+  /** The acquisition's signal. */
+  signal?: AbortSignal;
+}
+
+/**
+ * The subscriptions of one waiting acquisition and the wakeups they bring. Each acquisition opens its own streams
+ * (on Workers no stream can serve two requests) and closes them when it ends.
+ */
+export class Waker {
+  readonly #options: WakerOptions;
+  readonly #stop = new AbortController();
+  #alive = 0;
+  #opening = 0;
+  #rounds = 0;
+  /** A wakeup that named this waiter came while it was not sleeping: the next sleep ends at once. */
+  #pending = false;
+  #wake: (() => void) | undefined;
+  #watch: AbortController | undefined;
+  /** Whose claim windows the watch waits out. */
+  #watchAfter = "";
+  /** First in line at its last refusal: a subscription that confirms may have missed the wakeup it waits for. */
+  head = false;
+  #confirmedOnce = false;
+
+  constructor(options: WakerOptions) {
+    this.#options = options;
+  }
+
+  /** Whether a subscription is live (confirmed, not ended): then the waiter may sleep until the nodes' time. */
+  get alive(): boolean {
+    return this.#alive > 0;
+  }
+
+  /**
+   * Subscribes on up to {@link LISTENED_NODES} nodes that answered `votes` (and can subscribe), unless a subscription
+   * is live or being opened. `afford()` is asked before each (a subscription is one request of the budget).
+   */
+  listen(votes: readonly NodeVote[], afford: () => boolean): void {
+    if (this.#alive > 0 || this.#opening > 0 || this.#rounds >= SUBSCRIBE_ROUNDS || this.#stop.signal.aborted) return;
+    const { nodes } = this.#options;
+    const chosen = votes
+      .filter((v) => (v.outcome === "denied" || v.outcome === "granted") && nodes[v.node].subscribe !== undefined)
+      .slice(0, LISTENED_NODES);
+    if (chosen.length === 0) return;
+    this.#rounds++;
+    for (const vote of chosen) {
+      if (!afford()) return;
+      this.#opening++;
+      void this.#subscribe(nodes[vote.node]);
+    }
+  }
+
+  async #subscribe(node: RedlockNode): Promise<void> {
+    const { clock, confirmWithin, lineKey } = this.#options;
+    const cut = new AbortController();
+    const stop = () => cut.abort(this.#stop.signal.reason);
+    this.#stop.signal.addEventListener("abort", stop, { once: true });
+    const deadline = clock.timeout(confirmWithin);
+    const late = () => cut.abort(deadline.signal.reason);
+    deadline.signal.addEventListener("abort", late, { once: true });
+    let confirmed = false;
+    try {
+      const channel = await wakeChannel(lineKey);
+      const subscription = await (node.subscribe as NonNullable<RedlockNode["subscribe"]>)(
+        channel,
+        (payload) => this.#hear(payload),
+        cut.signal,
+      );
+      deadline.signal.removeEventListener("abort", late);
+      deadline.clear();
+      confirmed = true;
+      this.#opening--;
+      this.#alive++;
+      // A release between the refusal and the first confirmation was heard by nobody: the first in line asks once.
+      if (this.head && !this.#confirmedOnce) this.#ring();
+      this.#confirmedOnce = true;
+      await subscription.closed;
+    } catch {
+      // A node that cannot subscribe leaves the waiter to its other streams and its fallback.
+    } finally {
+      deadline.signal.removeEventListener("abort", late);
+      deadline.clear();
+      this.#stop.signal.removeEventListener("abort", stop);
+      cut.abort();
+      if (confirmed) {
+        this.#alive--;
+        // The last stream is gone: ask now, and from now on as often as the waiter asks without one.
+        if (this.#alive === 0 && !this.#stop.signal.aborted) this.#ring();
+      } else this.#opening--;
+    }
+  }
+
+  #hear(payload: string): void {
+    const meaning = readWakeup(payload, this.#options.ticket());
+    if (!meaning) return;
+    if ("claim" in meaning) {
+      this.#clearWatch();
+      this.#ring();
+    } else if ("held" in meaning) this.#clearWatch();
+    else this.#watchFor("next" in meaning ? meaning.next : meaning.behind, meaning.after);
+  }
+
+  /** Asks once `ms` have passed, unless someone claims first; the same claimers again do not move the watch. */
+  #watchFor(ms: number, after: string): void {
+    if (this.#watch && this.#watchAfter === after) return;
+    this.#clearWatch();
+    const watch = new AbortController();
+    this.#watch = watch;
+    this.#watchAfter = after;
+    this.#options.clock.sleep(ms, watch.signal).then(
+      () => this.#ring(),
+      () => undefined,
+    );
+  }
+
+  #ring(): void {
+    const wake = this.#wake;
+    if (wake) wake();
+    else this.#pending = true;
+  }
+
+  #clearWatch(): void {
+    this.#watch?.abort();
+    this.#watch = undefined;
+  }
+
+  /**
+   * Waits `ms`, or less: until a wakeup names this waiter (or came since the last sleep), or its last stream ends.
+   * Rejects with the signal's reason when it aborts.
+   */
+  sleep(ms: number): Promise<void> {
+    const { clock, signal } = this.#options;
+    if (this.#pending) {
+      this.#pending = false;
+      return Promise.resolve();
+    }
+    const early = new AbortController();
+    this.#wake = () => early.abort();
+    const both = anySignal([signal, early.signal]);
+    return clock.sleep(ms, both).then(
+      () => {
+        this.#wake = undefined;
+      },
+      (error: unknown) => {
+        this.#wake = undefined;
+        if (signal?.aborted) throw error;
+      },
+    );
+  }
+
+  /** Ends every subscription and watch. */
+  close(): void {
+    this.#clearWatch();
+    this.#wake = undefined;
+    this.#stop.abort();
+  }
+}
