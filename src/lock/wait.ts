@@ -34,10 +34,6 @@ export function holderFreeIn(votes: readonly NodeVote[]): number | undefined {
  * How long until a semaphore's permit could be free on a quorum (ms): from refusals that list no free slot, the
  * quorum-th soonest expiry of a held permit (nodes that did not report count as free now). Undefined when a quorum of
  * refusals did not report one (a slot was free there: the line is what stands in the way).
- * @example
- * ```ts
- * slotFreeIn(votes); // 900
- * ```
  */
 export function slotFreeIn(votes: readonly NodeVote[]): number | undefined {
   const quorum = quorumOf(votes.length);

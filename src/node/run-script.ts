@@ -24,10 +24,6 @@ export interface KeyLockingState {
  * The most HTTP requests running `script` on a node with this state may take: 1 once it ran there (EVALSHA), 2 before
  * (EVALSHA, NOSCRIPT, EVAL). Not foreseen, once each: a node that rejects the key-locking flag (one more EVAL), and one
  * that lost its scripts since they ran (a restart: EVALSHA, NOSCRIPT, EVAL).
- * @example
- * ```ts
- * requestsToRun({ accepted: true, ran: new Set() }, ACQUIRE); // 2
- * ```
  */
 export function requestsToRun(state: KeyLockingState, script: Script): number {
   const lua = state.accepted ? script.lua : withoutKeyLocking(script.lua);
