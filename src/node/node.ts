@@ -35,7 +35,8 @@ export interface RedlockNode {
   subscribe?(channel: string, onMessage: (payload: string) => void, signal: AbortSignal): Promise<Subscription>;
   /**
    * Optional: the most HTTP requests running `script` once may take (default 1): an acquisition's `maxRequests`
-   * counts with it. The Upstash node answers 2 for a script the database has not run yet (EVALSHA, then EVAL).
+   * counts with it. For a transport that may send more than one request per script (the Upstash node sends one: an
+   * EVAL the first time, EVALSHA after).
    */
   requestsFor?(script: Script): number;
 }

@@ -16,18 +16,11 @@ export interface EvalCommand {
 /** Whether a database still gets scripts with the key-locking flag: true until it rejects the flag. */
 export interface KeyLockingState {
   accepted: boolean;
-  /** The scripts (their Lua) that ran on this node: its script cache holds them, EVALSHA finds them. */
+  /**
+   * The scripts (their Lua) that ran on this node: the first run of each is an EVAL (one request, which loads it), the
+   * later ones EVALSHA (EVAL again on NOSCRIPT, after a restart).
+   */
   ran?: Set<string>;
-}
-
-/**
- * The most HTTP requests running `script` on a node with this state may take: 1 once it ran there (EVALSHA), 2 before
- * (EVALSHA, NOSCRIPT, EVAL). Not foreseen, once each: a node that rejects the key-locking flag (one more EVAL), and one
- * that lost its scripts since they ran (a restart: EVALSHA, NOSCRIPT, EVAL).
- */
-export function requestsToRun(state: KeyLockingState, script: Script): number {
-  const lua = state.accepted ? script.lua : withoutKeyLocking(script.lua);
-  return state.ran?.has(lua) ? 1 : 2;
 }
 
 /** Each script's SHA-1 once known, so a request does not wait a microtask for a resolved promise. */
@@ -51,7 +44,8 @@ export function evalScript(
   const lua = flagged ? script.lua : withoutKeyLocking(script.lua);
   const run: ScriptRun = { send, script, lua, flagged, keys, args, signal, keyLocking: how.keyLocking };
   const ran = how.keyLocking.ran;
-  if (ran && !ran.has(lua)) return remember(run, how.evalsha === false ? evalLua(run) : runBySha(run));
+  // The first run on this node is an EVAL: one request, which also loads the script for the EVALSHAs after it.
+  if (ran && !ran.has(lua)) return remember(run, evalLua(run));
   if (how.evalsha === false) return evalLua(run);
   return runBySha(run);
 }

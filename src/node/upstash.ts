@@ -2,9 +2,8 @@
 // lock needs, batches the requests that start in the same turn, and runs scripts through evalScript.
 import { Redis, type Requester } from "@upstash/redis/cloudflare";
 import { Abandoned, batching, type Outcome, type Send, type Transport } from "./batch.ts";
-import type { Script } from "../scripts/script.ts";
 import type { NodeConfig, PubSubSubscriber, RedlockNode, ScriptClient } from "./node.ts";
-import { evalScript, requestsToRun, type EvalCommand, type KeyLockingState } from "./run-script.ts";
+import { evalScript, type EvalCommand, type KeyLockingState } from "./run-script.ts";
 import { sseSubscribe, type Subscription } from "./subscribe.ts";
 
 /** @internal How the library configures the `@upstash/redis` clients it builds (see {@link upstashNode}). */
@@ -47,7 +46,6 @@ export interface UpstashNodeOptions {
 export function upstashNode(target: NodeConfig | ScriptClient, options: UpstashNodeOptions | string = {}): RedlockNode {
   const { label, batching: batched = true } = typeof options === "string" ? { label: options } : options;
   const keyLocking: KeyLockingState = { accepted: true, ran: new Set() };
-  const requestsFor = (script: Script) => requestsToRun(keyLocking, script);
   if (isScriptClient(target)) {
     const send = (c: EvalCommand, signal: AbortSignal) =>
       // A request the caller no longer waits for is never started (it could not be cut, and would land late).
@@ -61,7 +59,6 @@ export function upstashNode(target: NodeConfig | ScriptClient, options: UpstashN
     return {
       label: label ?? "redis",
       run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, { keyLocking }),
-      requestsFor,
       ...(typeof subscribe === "function"
         ? {
             subscribe: (channel: string, onMessage: (payload: string) => void, signal: AbortSignal) =>
@@ -76,7 +73,6 @@ export function upstashNode(target: NodeConfig | ScriptClient, options: UpstashN
   return {
     label: label ?? new URL(target.url).host,
     run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, { keyLocking }),
-    requestsFor,
     subscribe: (channel, onMessage, signal) => sseSubscribe(target.url, target.token, channel, onMessage, signal),
   };
 }

@@ -51,8 +51,9 @@ describe("the naive per-node counting semaphore (negative control)", () => {
   it("admits all five clients of the rotated windows with limit 3: each node sees only 3 holders", async () => {
     const windows = cutWindows(1);
     const naive = CLIENTS.map((c) => new NaiveSemaphore(links[c], "sem", 3, { nodeTimeout: NODE_TIMEOUT }));
-    const permits = await Promise.all(naive.map((s) => s.acquire(2_000)));
-    expect(permits.every((p) => p.validityMs > 1_000)).toBe(true);
+    // Five at once race for the same counts: a client whose attempt met another's partial admissions retries.
+    const permits = await Promise.all(naive.map((s) => s.acquire(3_000, { maxWait: 2_000 })));
+    expect(permits.every((p) => p.validityMs > 500)).toBe(true);
     // Over TCP: every node holds 3 members, and the 5 permits sit exactly on the 5 windows.
     const held = await Promise.all(tcp.map((t) => t.zrange(naiveKey("sem"), 0, -1)));
     expect(held.map((members) => members.length)).toEqual([3, 3, 3, 3, 3]);

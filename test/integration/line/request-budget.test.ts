@@ -3,6 +3,7 @@
 // EVALSHA, and the library sends the EVAL too: two HTTP requests where the budget counted one. Every acquisition that
 // may retry now also ends with a LEAVE on every node, a script it may never have sent before. Real redis-server.
 import { describe, expect, it } from "vitest";
+import { upstashNode } from "../../../src/index.ts";
 import { LockAcquisitionError } from "../../../src/index.ts";
 import { loadScripts, settle, useCluster } from "../fixture.ts";
 import { client, countedNodes, sleep, wakeChannelOf } from "./helpers.ts";
@@ -20,7 +21,9 @@ describe("maxRequests counts the HTTP requests the nodes receive", () => {
       // Held by someone else (a plain SET: the nodes know none of the lock's scripts).
       await Promise.all(fixture.tcp.map((t) => t.set("res", "other", "PX", 3_000)));
       await Promise.all(fixture.admins.map((a) => a.resetCounters()));
-      const error = await client(fixture.nodes, { fair, retryDelay: 20, retryJitter: 0 })
+      // Nodes of its own: what they know of the scripts is what this test's requests taught them.
+      const fresh = fixture.cluster.nodes.map((n) => upstashNode({ url: n.url, token: n.token }));
+      const error = await client(fresh, { fair, retryDelay: 20, retryJitter: 0 })
         .acquire("res", 5_000, { maxWait: 2_000, maxRequests })
         .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LockAcquisitionError);
