@@ -146,8 +146,8 @@ export async function acquire<T extends Lock>(
         }
         const elapsed = clock.now() - began;
         let informed = waker ? informedWait(outcome, waker, policy, waiter as Line) : outcome.waitMs;
-        // A woken waiter's fallback is only its latest time to ask: with maxWait, it asks once more at the end; without,
-        // its retries buy it retryCount × retryDelay of waiting, as they would between random retries.
+        // A woken waiter's fallback is only its latest time to ask: with maxWait, it asks once more at the end;
+        // without, its retries buy it retryCount × retryDelay of waiting, as they would between random retries.
         const until = maxWait ?? (policy.retryCount === -1 ? undefined : policy.retryCount * policy.retryDelay);
         if (waker && informed !== undefined && until !== undefined)
           informed = Math.min(informed, Math.max(0, until - elapsed));

@@ -20,8 +20,9 @@ const SHOWN = 8;
  * - `in_step(q, ticket, age)`: whether `ticket` may be ordered here: it is in line already, or its time plus
  *   its age (ms since the waiter took it) is within {@link CLOCK_STEP_MS} of `NOW`.
  * - `enqueue(q, ticket, life)`: joins or refreshes with a deadline `life` ms from now; `line_leave(q, ticket)` takes
- *   it out, with any member of the same waiter's place (the same first 32 characters: one whose claim window widened). Whatever adds, removes, drops or shrinks an entry keeps the key {@link LINE_LINGER_MS} past its last
- *   deadline (`line_keep`).
+ *   it out, with any member of the same waiter's place (the same first 32 characters: one whose claim window
+ *   widened). Whatever adds, removes, drops or shrinks an entry keeps the key {@link LINE_LINGER_MS} past its
+ *   last deadline (`line_keep`).
  * - `wake(q, claimers)`: when someone waits, publishes `"<claimers> <ticket> …"` on the line's channel: the
  *   first `claimers` (0: the resource is held; nil: free, the head or its run of readers) must claim within their
  *   window (the 5 digits after the ticket's 32), so their deadlines shrink to it; the one listed after them learns it
