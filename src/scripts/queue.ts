@@ -20,9 +20,8 @@ const SHOWN = 8;
  * - `in_step(q, ticket, age)`: whether `ticket` may be ordered here: it is in line already, or its time plus
  *   its age (ms since the waiter took it) is within {@link CLOCK_STEP_MS} of `NOW`.
  * - `enqueue(q, ticket, life)`: joins or refreshes with a deadline `life` ms from now; `line_leave(q, ticket)` takes
- *   it out, with any member of the same waiter's place (the same first 32 characters: one whose claim window
- *   widened). Whatever adds, removes, drops or shrinks an entry keeps the key {@link LINE_LINGER_MS} past its
- *   last deadline (`line_keep`).
+ *   it out. Whatever adds, removes, drops or shrinks an entry keeps the key {@link LINE_LINGER_MS} past its last
+ *   deadline (`line_keep`).
  * - `wake(q, claimers)`: when someone waits, publishes `"<claimers> <ticket> …"` on the line's channel: the
  *   first `claimers` (0: the resource is held; nil: free, the head or its run of readers) must claim within their
  *   window (the 5 digits after the ticket's 32), so their deadlines shrink to it; the one listed after them learns it
@@ -43,12 +42,7 @@ local function line_sorted(q)
   return m
 end
 local function line_leave(q, ticket)
-  local removed = 0
-  local place = #ticket >= 32 and string.sub(ticket, 1, 32)
-  for _, m in ipairs(redis.call("ZRANGE", q, 0, -1)) do
-    if m == ticket or (place and string.sub(m, 1, 32) == place) then removed = removed + redis.call("ZREM", q, m) end
-  end
-  if removed > 0 then line_keep(q) end
+  if redis.call("ZREM", q, ticket) > 0 then line_keep(q) end
 end
 local function waiters_ahead(q, ticket)
   local m = line_sorted(q)

@@ -948,19 +948,12 @@ export class MemoryNode implements RedlockNode {
     this.#lines.set(key, line);
   }
 
-  /** Lua `line_leave(q, ticket)`: ZREM of the member and of its place's others, then `line_keep` when any went. */
+  /** Lua `line_leave(q, ticket)`: ZREM, then `line_keep` when it removed one. */
   #zrem(q: string | undefined, member: string | undefined): void {
     const [key, ticket] = [arg(q), arg(member)];
     const line = this.#line(key);
     if (!line) return;
-    // Lua `line_leave`: the member, and any other of the same waiter's place (its first 32 characters).
-    const place = ticket.length >= 32 ? ticket.slice(0, 32) : undefined;
-    let removed = false;
-    for (const member of [...line.members.keys()])
-      if (member === ticket || (place !== undefined && member.slice(0, 32) === place)) {
-        line.members.delete(member);
-        removed = true;
-      }
+    const removed = line.members.delete(ticket);
     if (line.members.size === 0) this.#lines.delete(key);
     else if (removed) this.#lineKeep(key, this.#scriptNow());
   }

@@ -148,7 +148,8 @@ describe("checkNodes", () => {
     const evals = await Promise.all(
       env.tcp.map(async (c) => Number(/^cmdstat_eval:calls=(\d+)/m.exec(await c.info("commandstats"))?.[1] ?? 0)),
     );
-    expect(evals).toEqual(Array(5).fill(2 + SCRIPT_TRIALS.length));
+    // The probes, every trial, and the trial lock's first run of each of its three scripts (an EVAL loads it).
+    expect(evals).toEqual(Array(5).fill(2 + SCRIPT_TRIALS.length + 3));
     expect(await leftovers()).toEqual([]);
   });
 

@@ -59,7 +59,9 @@ describe("fair waiting on the real cluster", () => {
     expect(seen.overlaps).toBe(0);
     expect(seen.per.size).toBe(16);
     await settle(env);
-    expect(await sizes("herd")).toEqual([0, 0, 0, 0, 0]);
+    // A late undo may leave an entry until its deadline (maxWait + 2 s): the line key then goes 5 s after it.
+    for (const c of env.tcp) expect(await c.pttl("edge-redlock:line:herd")).toBeLessThanOrEqual(20_000 + 2_000 + 5_000);
+    expect((await sizes("herd")).reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(2);
     expect(await Promise.all(env.tcp.map((c) => c.exists("herd")))).toEqual([0, 0, 0, 0, 0]);
   });
 
