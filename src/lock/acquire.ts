@@ -109,17 +109,8 @@ export async function acquire<T extends Lock>(
   // one sleeps until woken or the nodes' time is up; one with `fair: false` keeps its place by its own retries.
   const waiter = policy.joins ? strategy.line : undefined;
   const spend = new Spend(rounds.nodes, strategy, policy, waiter !== undefined);
-  const waker =
-    waiter && policy.fair
-      ? new Waker({
-          nodes: rounds.nodes,
-          clock,
-          lineKey: waiter.queues[0],
-          ticket: () => waiter.ticket,
-          confirmWithin: rounds.options.nodeTimeout,
-          signal,
-        })
-      : undefined;
+  // Built at the first refusal: an acquisition that holds at once opens nothing and allocates nothing for it.
+  let waker: Waker | undefined;
   const began = clock.now();
   const tallies: AttemptTally[] = [];
   const cleanups: Promise<void>[] = [];
@@ -140,6 +131,15 @@ export async function acquire<T extends Lock>(
         signal?.throwIfAborted();
         // Nodes that fail are not asked again at once, whatever the line says: an outage must not become a flood.
         failures = failureReason(outcome.failed) === "unreachable" ? failures + 1 : 0;
+        if (waiter && policy.fair && !waker)
+          waker = new Waker({
+            nodes: rounds.nodes,
+            clock,
+            lineKey: waiter.queues[0],
+            ticket: () => waiter.ticket,
+            confirmWithin: rounds.options.nodeTimeout,
+            signal,
+          });
         if (waker && failures === 0) {
           waker.head = queuePosition(outcome.failed.votes) === 0;
           waker.listen(outcome.failed.votes, () => spend.extra(1));
@@ -215,11 +215,6 @@ function informedWait(failed: Failed, waker: Waker, policy: RetryPolicy, line: L
   });
 }
 
-/** Whether no node granted the round (a refusal): a split vote's slowness is its own, not the links'. */
-function granted0(round: Round): boolean {
-  return round.granted === 0;
-}
-
 /** How far the wait after failing nodes grows: up to this many times `retryDelay`. */
 const BACKOFF_MAX_FACTOR = 8;
 
@@ -232,6 +227,9 @@ function backoff(policy: RetryPolicy, failures: number, informed: number | undef
   const factor = Math.min(BACKOFF_MAX_FACTOR, 2 ** (failures - 1));
   return Math.max(informed ?? 0, factor * randomWait(policy));
 }
+
+/** What a try costs when nothing is counted. */
+const UNCOUNTED = { round: 0, fence: 0, undo: () => 0 };
 
 /**
  * The requests one acquisition has sent, against its `maxRequests`. A try is counted at its most before it is
@@ -299,6 +297,8 @@ class Spend {
 
   /** What the next try will cost, taken before it is sent (a script run once costs less the next time). */
   before(attempt: Try): { round: number; fence: number; undo: (nodes: readonly number[]) => number } {
+    // Without a cap nothing is counted: no work on the hot path.
+    if (this.#max === undefined) return UNCOUNTED;
     this.#grant = attempt.script;
     this.#undo = [attempt.release ?? RELEASE, attempt.requeue?.script ?? REQUEUE, attempt.requeue?.leave ?? LEAVE];
     const round = this.#cost(attempt.script);
@@ -373,7 +373,7 @@ async function attempt<T extends Lock>(
     // whose rounds are too slow for its claim window takes a wider one in the same place.
     const outOfStep = line?.learn(grant.round, rounds.quorum) === true;
     if (outOfStep && !waiter) line?.renew();
-    const stale = outOfStep || (waiter !== undefined && granted0(grant.round) && waiter.widen(roundMs));
+    const stale = outOfStep || (waiter !== undefined && grant.round.granted === 0 && waiter.widen(roundMs));
     // Its undo asks every node that did not refuse; a waiter's missed turn or stale ticket asks all.
     const leaves = waiter !== undefined && (stale || grant.round.granted >= rounds.quorum);
     const undone = grant.round.votes.flatMap((v) => (leaves || v.outcome !== "denied" ? [v.node] : []));
