@@ -12,40 +12,51 @@ const SPLIT_JITTER_MS = 10;
 
 /**
  * How long until a quorum of nodes could be free of the holder (ms; Infinity for a key without expiry):
- * known only when at least a quorum of nodes denied and reported the holder's PTTL. Nodes that did not
- * report count as free now. The holder may release earlier; it cannot be later unless it extends.
+ * known only when at least a quorum of nodes denied and reported the holder's PTTL. Nodes that answered without
+ * one count as free now; nodes that did not answer (the round was decided without them, or they failed) count as
+ * free no sooner than the reported ones. The holder may release earlier; it cannot be later unless it extends.
  */
 export function holderFreeIn(votes: readonly NodeVote[]): number | undefined {
-  const quorum = quorumOf(votes.length);
-  const pttls = votes
+  return quorumFreeIn(votes, (v) =>
     // A semaphore's refusal (it lists free slots) reports the soonest slot expiry, not a holder's: not counted.
-    .flatMap((v) =>
-      v.outcome === "denied" && v.free === undefined && v.pttl !== undefined && v.pttl !== -2 ? [v.pttl] : [],
-    )
-    .map((pttl) => (pttl === -1 ? Number.POSITIVE_INFINITY : pttl))
-    .sort((a, b) => a - b);
-  if (pttls.length < quorum) return undefined;
-  // Free on a quorum once all but (quorum − 1 − nodes not reporting) of the reported keys are gone.
-  const mustExpire = quorum - (votes.length - pttls.length);
-  return pttls[mustExpire - 1];
+    v.outcome === "denied" && v.free === undefined && v.pttl !== undefined && v.pttl !== -2
+      ? v.pttl === -1
+        ? Number.POSITIVE_INFINITY
+        : v.pttl
+      : undefined,
+  );
 }
 
 /**
  * How long until a semaphore's permit could be free on a quorum (ms): from refusals that list no free slot, the
- * quorum-th soonest expiry of a held permit (nodes that did not report count as free now). Undefined when a quorum of
- * refusals did not report one (a slot was free there: the line is what stands in the way).
+ * quorum-th soonest expiry of a held permit (as for {@link holderFreeIn}). Undefined when a quorum of refusals did
+ * not report one (a slot was free there: the line is what stands in the way).
  */
 export function slotFreeIn(votes: readonly NodeVote[]): number | undefined {
+  return quorumFreeIn(votes, (v) =>
+    v.outcome === "denied" && v.free !== undefined && v.free.length === 0 && v.pttl !== undefined && v.pttl >= 0
+      ? v.pttl
+      : undefined,
+  );
+}
+
+/**
+ * The quorum-th soonest of the nodes' times until free, where `timeOf` reads a node's time from its answer
+ * (undefined: free now). Nodes without an answer are counted as late as the latest time, so they never decide.
+ */
+function quorumFreeIn(votes: readonly NodeVote[], timeOf: (vote: NodeVote) => number | undefined): number | undefined {
   const quorum = quorumOf(votes.length);
-  const pttls = votes
-    .flatMap((v) =>
-      v.outcome === "denied" && v.free !== undefined && v.free.length === 0 && v.pttl !== undefined && v.pttl >= 0
-        ? [v.pttl]
-        : [],
-    )
-    .sort((a, b) => a - b);
-  if (pttls.length < quorum) return undefined;
-  return pttls[quorum - (votes.length - pttls.length) - 1];
+  const times: number[] = [];
+  let free = 0;
+  for (const vote of votes) {
+    if (vote.outcome !== "granted" && vote.outcome !== "denied") continue;
+    const time = timeOf(vote);
+    if (time === undefined) free++;
+    else times.push(time);
+  }
+  if (times.length < quorum) return undefined;
+  times.sort((a, b) => a - b);
+  return times[quorum - free - 1];
 }
 
 /**
