@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { startLocalNodes } from "../src/testing/index.ts";
-import { checkLocalNodes } from "../src/testing/running.ts";
+import { checkLocalNodes } from "../src/doctor/running.ts";
 import { parseEnvFile } from "./env-file.ts";
 import type { Io } from "./doctor.ts";
 import { writeDevVars } from "../dev/dev-vars.ts";

@@ -1,4 +1,4 @@
-// The bridge's backend on an in-process memory node (src/testing/memory-node.ts): no redis-server, no
+// The bridge's backend on an in-process memory node (src/memory/memory-node.ts): no redis-server, no
 // Redis client. It answers exactly what the library, its doctor and the demo send — the library's scripts
 // by EVAL and EVALSHA, SCRIPT LOAD/EXISTS/FLUSH, PUBLISH and subscriptions, and a few plain commands on
 // strings and lists — and refuses anything else by name, never with a silent wrong answer.
@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { EXISTS_SCRIPT } from "../src/doctor/probes.ts";
 import * as library from "../src/scripts/index.ts";
 import { KEY_LOCKING, withoutKeyLocking, type Script } from "../src/scripts/index.ts";
-import { MemoryNode } from "../src/testing/memory-node.ts";
+import { MemoryNode } from "../src/memory/memory-node.ts";
 import { type Backend, ReplyError, type Subscription, type SubscriptionHandlers } from "./backend.ts";
 
 /** What the refusals say: what this mode is, and what to run instead. */

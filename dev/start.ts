@@ -9,7 +9,7 @@ import { startCluster } from "./cluster.ts";
 import { startMemoryCluster } from "./memory-cluster.ts";
 import { MissingRedisServer, freePort } from "./redis-server.ts";
 import { envNames } from "../src/node/env.ts";
-import { checkLocalNodes } from "../src/testing/running.ts";
+import { checkLocalNodes } from "../src/doctor/running.ts";
 import { watchNodes } from "./watch-nodes.ts";
 
 const runtime = process.argv.includes("--deno") ? "deno" : "workers";

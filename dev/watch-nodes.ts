@@ -1,6 +1,6 @@
 // The demo's local nodes, watched: one line when they stop answering and one when they are back, instead
 // of a 503 per request with no word why (workerd's own output stays in the demo's log).
-import { checkLocalNodes } from "../src/testing/running.ts";
+import { checkLocalNodes } from "../src/doctor/running.ts";
 
 /**
  * Checks the nodes named by `vars` every `everyMs` and calls `say` with one line each time the answer

@@ -66,6 +66,8 @@ const MAY_IMPORT: Record<string, string[]> = {
     "options.ts",
   ],
   "doctor/": ["redlock.ts", "node/", "scripts/", "quorum/rules.ts", "support/", "errors.ts", "options.ts", "check.ts"],
+  // The in-memory node: Redis with the semantics of the library's scripts, for tests and `dev --memory`.
+  "memory/": ["node/", "scripts/"],
   "otel/": ["events/"],
   "hono/": [
     "redlock.ts",
@@ -94,8 +96,9 @@ const MAY_IMPORT: Record<string, string[]> = {
     "options.ts",
   ],
   // Test helpers for the package's users (./testing, ./testing/memory): may use the whole library;
-  // nothing in src/ imports them (dev/ uses the web-standard ones: see NODE_SIDE).
+  // nothing in src/ imports them, and neither does dev/ (src/testing loads dev/: see NODE_SIDE).
   "testing/": [
+    "memory/",
     "redlock.ts",
     "lock/",
     "semaphore/",
@@ -116,7 +119,7 @@ const MAY_IMPORT: Record<string, string[]> = {
 /**
  * Files of src/ that may import files outside it, and which: the Node-side entry of src/testing loads the
  * REST bridge and redis-server control from dev/ (shipped as dist/dev/), by dynamic import only, so that
- * importing `edge-redlock/testing` loads no Redis client. dev/ never imports these two files back.
+ * importing `edge-redlock/testing` loads no Redis client. dev/ never imports src/testing back.
  */
 const OUTSIDE: Record<string, (target: string) => boolean> = {
   "testing/local-nodes.ts": (target) =>
@@ -125,13 +128,13 @@ const OUTSIDE: Record<string, (target: string) => boolean> = {
     ),
 };
 
-/** The files of src/testing that load dev/: the Node-side entry (`edge-redlock/testing`). */
-const TESTING_ENTRY = ["src/testing/index.ts", "src/testing/local-nodes.ts"];
+/** The folder of src/ that loads dev/ (`edge-redlock/testing`): dev/ depends on the library, never on it. */
+const TESTING = "src/testing/";
 
 /**
  * The Node-side folders around src/, lowest first, and the folders each may import. dev/ (the test bed)
- * uses the library and the web-standard files of src/testing, never its Node-side entry, which loads dev/;
- * cli/ (the bin) sits on both; bench/, chaos/ and tools/ on top, imported by nothing.
+ * uses the library (the memory node included), never src/testing, which loads dev/; cli/ (the bin) sits on
+ * both; bench/, chaos/ and tools/ on top, imported by nothing.
  */
 const NODE_SIDE: Record<string, string[]> = {
   dev: ["src", "dev"],
@@ -232,8 +235,8 @@ for (const file of outside) {
     const to = target.split("/")[0];
     edges.push(target);
     if (!NODE_SIDE[folder].includes(to)) problems.push(`${file}: imports ${target} (${folder}/ may not import ${to}/)`);
-    else if (folder === "dev" && TESTING_ENTRY.includes(target))
-      problems.push(`${file}: imports ${target} (the entry of src/testing loads dev/, never the reverse)`);
+    else if (folder === "dev" && target.startsWith(TESTING))
+      problems.push(`${file}: imports ${target} (src/testing loads dev/, never the reverse)`);
   }
   graph.set(file, edges);
 }

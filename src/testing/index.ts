@@ -23,7 +23,7 @@ export {
   type StartLocalNodesOptions,
 } from "./local-nodes.ts";
 export { nodeFaults, type NodeFaults } from "./faults.ts";
-export { checkLocalNodes, LocalNodesNotRunningError, type CheckLocalNodesOptions } from "./running.ts";
+export { checkLocalNodes, LocalNodesNotRunningError, type CheckLocalNodesOptions } from "../doctor/running.ts";
 export {
   MemoryNode,
   memoryNodes,

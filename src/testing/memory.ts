@@ -15,7 +15,7 @@
  * ```
  * @module
  */
-import { MemoryNode } from "./memory-node.ts";
+import { MemoryNode } from "../memory/memory-node.ts";
 
 export {
   MemoryNode,
@@ -23,7 +23,7 @@ export {
   type MemoryMode,
   type MemoryRequest,
   type MemorySubscription,
-} from "./memory-node.ts";
+} from "../memory/memory-node.ts";
 
 /**
  * Options of {@link memoryNodes}.

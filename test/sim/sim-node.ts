@@ -1,7 +1,7 @@
-// The simulator's nodes: the package's MemoryNode (src/testing/memory-node.ts) on a virtual clock, plus the
+// The simulator's nodes: the package's MemoryNode (src/memory/memory-node.ts) on a virtual clock, plus the
 // negative controls the project's own tests use (test/integration/testing/sim-conformance.test.ts holds both to real Redis).
 import type { Script } from "../../src/scripts/script.ts";
-import { MemoryNode, type MemoryMode, type MemoryRequest } from "../../src/testing/memory-node.ts";
+import { MemoryNode, type MemoryMode, type MemoryRequest } from "../../src/memory/memory-node.ts";
 import type { VirtualClock } from "./virtual-clock.ts";
 
 /** How the node behaves: `up` answers, `down` fails, `hang` never answers, `garbage` answers nonsense. */

@@ -8,7 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { ACQUIRE, FAIR_ACQUIRE, REQUEUE, RW_READ_ACQUIRE } from "../../../src/scripts/index.ts";
 import { LINE_LINGER_MS } from "../../../src/scripts/queue.ts";
-import { MemoryNode } from "../../../src/testing/memory-node.ts";
+import { MemoryNode } from "../../../src/memory/memory-node.ts";
 import { loadScripts, useCluster } from "../fixture.ts";
 
 const env = useCluster(1);

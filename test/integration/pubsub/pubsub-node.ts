@@ -6,7 +6,7 @@ import { nodeAdmin } from "../../../dev/admin.ts";
 import { Bridge } from "../../../dev/bridge.ts";
 import { startCluster } from "../../../dev/cluster.ts";
 import { MemoryBackend } from "../../../dev/memory-backend.ts";
-import { MemoryNode } from "../../../src/testing/memory-node.ts";
+import { MemoryNode } from "../../../src/memory/memory-node.ts";
 
 export type BackendKind = "redis" | "memory";
 

@@ -12,7 +12,7 @@ import {
   RW_WRITE_ACQUIRE,
   type Script,
 } from "../../../src/scripts/index.ts";
-import { MemoryNode } from "../../../src/testing/memory-node.ts";
+import { MemoryNode } from "../../../src/memory/memory-node.ts";
 import { LINE_LINGER_MS } from "../../../src/scripts/queue.ts";
 import { loadScripts, useCluster } from "../fixture.ts";
 

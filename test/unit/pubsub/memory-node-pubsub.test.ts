@@ -3,7 +3,7 @@
 // subscription ends on its signal or a cut (its `closed` resolves), and dropMessages / messageDelayMs lose or
 // slow the messages as the bridge's faults do.
 import { describe, expect, it } from "vitest";
-import { MemoryNode, type MemoryClock } from "../../../src/testing/memory-node.ts";
+import { MemoryNode, type MemoryClock } from "../../../src/memory/memory-node.ts";
 import { memoryNodes } from "../../../src/testing/memory.ts";
 
 /** A clock that moves only when told: timers fire in time order as `advance` passes them. */
