@@ -2,7 +2,9 @@
 // and how a failed attempt keeps or leaves its place.
 import type { Round } from "../quorum/fan-out.ts";
 import { RESERVED_PREFIX, type RetryPolicy } from "../options.ts";
+import { CLOCK_STEP_MS } from "../scripts/queue.ts";
 import type { Script } from "../scripts/script.ts";
+import type { NodeVote, Vote } from "../scripts/vote.ts";
 import type { Clock, NodeClock } from "../support/clock.ts";
 import { waiterTicket } from "../support/random.ts";
 
@@ -62,6 +64,12 @@ export interface LineOptions {
 }
 
 /**
+ * Ticket renewals for the nodes' clock per acquisition: one mends a wrong client clock (and the Redlock keeps what it
+ * learned for its next acquisitions); more cannot mend nodes that disagree among themselves.
+ */
+const CLOCK_RENEWALS = 1;
+
+/**
  * One acquisition's place in line: a ticket fixed at its first attempt and sent unchanged to every node on every
  * attempt, timed by the nodes' clock. Its form: 16 digits of epoch ms, 16 hex digits of randomness, 5 digits of the
  * claim window, then the kind; tickets compare as strings in order of arrival.
@@ -77,6 +85,10 @@ export class Line {
   #takenAt = 0;
   /** The claim window widened since the ticket was taken: the next renewal keeps the ticket's place. */
   #widened = false;
+  /** Whether this acquisition learned the nodes' time from fewer than a quorum of them (allowed once). */
+  #learnedFromFew = false;
+  /** How many times this acquisition renewed its ticket for the nodes' clock (at most {@link CLOCK_RENEWALS}). */
+  #clockRenewals = 0;
 
   constructor(clock: Clock, nodeClock: NodeClock, queues: readonly string[], options: LineOptions) {
     this.#clock = clock;
@@ -137,14 +149,35 @@ export class Line {
   }
 
   /**
-   * Whether a quorum of `round`'s nodes refused its ticket as out of step with their clock; their time is then
-   * learned, so the next ticket is in step (see {@link Requeue.stale}).
+   * Whether `round`'s nodes refused its ticket as out of step with their clock; their time is then learned, so the
+   * next ticket is in step (see {@link Requeue.stale}). It takes a quorum of such refusals, or, once per
+   * acquisition, fewer that alone kept the grants from a quorum: nodes with an empty line grant any ticket, so a
+   * client far off while another re-acquires at once may never meet a quorum of refusals. A minority of nodes with
+   * clocks of their own then costs an honest waiter one renewal, not its place. A round decided before every node
+   * answered (a failed node and two such refusals decide it) may hold the rest in its late answers: they are waited
+   * for (each within its nodeTimeout).
    */
-  learn(round: Round, quorum: number): boolean {
-    const times = round.votes.flatMap((v) => (v.outcome === "denied" && v.nodeTime !== undefined ? [v.nodeTime] : []));
-    // A minority of nodes with clocks of their own only keeps the waiter out of their lines, not out of the lock.
-    if (times.length < quorum) return false;
+  async learn(round: Round, quorum: number): Promise<boolean> {
+    if (this.#clockRenewals >= CLOCK_RENEWALS) return false;
+    const timeOf = (vote: Vote | NodeVote) =>
+      vote.outcome === "denied" && vote.nodeTime !== undefined ? [vote.nodeTime] : [];
+    let votes: (Vote | NodeVote)[] = round.votes;
+    if (votes.some((v) => timeOf(v).length > 0) && votes.some((v) => v.outcome === "unanswered"))
+      votes = await Promise.all(round.votes.map((v) => (v.outcome === "unanswered" ? round.settled[v.node] : v)));
+    const times = votes.flatMap(timeOf);
+    if (times.length === 0) return false;
+    if (times.length < quorum) {
+      const granted = votes.filter((v) => v.outcome === "granted").length;
+      if (this.#learnedFromFew || granted + times.length < quorum) return false;
+      this.#learnedFromFew = true;
+    }
     this.#nodeClock.learn(times);
+    // A new ticket helps only if it moves. Nodes whose clocks disagree among themselves by more than the step leave
+    // any time out of step on some of them, and the median of the refusing ones may swing between two times: the
+    // renewals are capped, and the waiter then waits as it is (out of those nodes' lines, not out of the lock).
+    const ticketNow = Number(this.#ticket.slice(0, 16)) + (this.#clock.now() - this.#takenAt);
+    if (Math.abs(this.#nodeClock.epoch() - ticketNow) <= CLOCK_STEP_MS / 2) return false;
+    this.#clockRenewals++;
     return true;
   }
 

@@ -871,7 +871,7 @@ export class MemoryNode implements RedlockNode {
 
   /** Lua `in_step(q, ticket, age)`: in line already, or its time plus its age within CLOCK_STEP_MS of TIME. */
   #inStep(q: string | undefined, ticket: string | undefined, age: number, now: number): boolean {
-    if (this.#zscore(q, ticket) !== undefined) return true;
+    if (this.#zscore(q, ticket) !== undefined || !this.checkClock) return true;
     const t = luaNumber(luaSub(ticket!, 1, 16));
     return t !== undefined && Math.abs(t + age - now) <= CLOCK_STEP_MS;
   }
@@ -983,6 +983,11 @@ export class MemoryNode implements RedlockNode {
 
   /** Whether waiters ahead stop a grant (the project's negative control turns it off). */
   protected get respectQueue(): boolean {
+    return true;
+  }
+
+  /** Whether a ticket out of step with the node's clock is refused (the project's negative control turns it off). */
+  protected get checkClock(): boolean {
     return true;
   }
 

@@ -17,6 +17,8 @@ export class SimNode extends MemoryNode {
   ignoreFenceWriteBack = false;
   /** Negative control: grant as if no queue existed (the fair scripts still enqueue). */
   ignoreQueue = false;
+  /** Negative control: take every new ticket in line, however far its time is from the node's clock. */
+  ignoreClock = false;
   /**
    * Negative control: a read-write lock that counts readers per node (one counter with one expiry, moved to the
    * longest reader's; a release takes one away), as quorum read-write locks built on counters do, instead of a
@@ -67,6 +69,10 @@ export class SimNode extends MemoryNode {
 
   protected override get respectQueue(): boolean {
     return !this.ignoreQueue;
+  }
+
+  protected override get checkClock(): boolean {
+    return !this.ignoreClock;
   }
 
   protected override execute(name: string, keys: string[], args: string[]): unknown {
