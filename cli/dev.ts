@@ -1,14 +1,11 @@
 // `edge-redlock dev`: start local nodes, write their variables to .dev.vars (mode 0600), run until Ctrl-C or
 // SIGTERM, then stop every child. Not `--env-file`: Node 24 reads that flag anywhere in argv and refuses
 // to start when the file does not exist yet (docs/TOOLCHAIN notes), so the flag is `--out`.
-import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { startLocalNodes } from "../src/testing/index.ts";
-import { checkLocalNodes } from "../src/doctor/running.ts";
-import { parseEnvFile } from "./env-file.ts";
 import type { Io } from "./doctor.ts";
-import { writeDevVars } from "../dev/dev-vars.ts";
+import { checkDevVars, writeDevVars } from "../dev/dev-vars.ts";
 
 export const DEV_HELP = `Usage: edge-redlock dev [options]
 
@@ -104,16 +101,9 @@ export async function dev(args: string[], io: Io): Promise<number> {
 
 /** `dev --check`: whether the nodes whose variables `dev` wrote to `path` answer; one line either way. */
 async function check(path: string, io: Io): Promise<number> {
-  if (!existsSync(path)) {
-    io.err(
-      `edge-redlock: ${path} does not exist, so no local nodes are configured. Start them: npx edge-redlock dev\n`,
-    );
-    return 1;
-  }
-  try {
-    await checkLocalNodes(parseEnvFile(readFileSync(path, "utf8")), { source: path });
-  } catch (error) {
-    io.err(`${(error as Error).message}\n`);
+  const checked = await checkDevVars(path);
+  if ("problem" in checked) {
+    io.err(`${checked.problem}\n`);
     return 1;
   }
   io.err(`edge-redlock: the local nodes in ${path} answer\n`);

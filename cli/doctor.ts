@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { checkNodes } from "../src/doctor/index.ts";
-import type { DoctorOptions } from "../src/doctor/types.ts";
+import type { DoctorOptions, NodeHealth } from "../src/doctor/types.ts";
 import type { NodeConfig } from "../src/node/node.ts";
 import { MissingConfigurationError, envNames, nodesFromEnv } from "../src/node/env.ts";
 import { parseEnvFile } from "./env-file.ts";
@@ -128,13 +128,51 @@ export async function doctor(args: string[], io: Io): Promise<number> {
     io.out(
       `edge-redlock doctor: ${count} nodes from ${envNames(1).url} … _${count}${files}\n\n${formatReport(report)}`,
     );
-    for (const h of report.nodes) {
-      if (h.httpStatus !== 401 && h.httpStatus !== 403) continue;
-      const token = envNames(h.index + 1).token;
-      io.out(`${token} was refused (HTTP ${h.httpStatus}): check it belongs to the database of ${h.label}.\n`);
-    }
+    for (const hint of hints(report.nodes)) io.out(`${hint}\n`);
   }
   return report.ok ? EXIT.ok : EXIT.failed;
+}
+
+/**
+ * What to change for the nodes the doctor could not use, one line per cause (a refused token per node);
+ * a cause it cannot say more about gets no line (its row in the report says what happened).
+ */
+export function hints(nodes: NodeHealth[]): string[] {
+  const lines: string[] = [];
+  const refused = nodes.filter(
+    (h) => !h.reachable && h.error !== undefined && /ECONNREFUSED|Connection refused/i.test(h.error),
+  );
+  const unresolved = nodes.filter((h) => !h.reachable && h.error !== undefined && /ENOTFOUND|EAI_AGAIN/.test(h.error));
+  const silent = nodes.filter(
+    (h) => !h.reachable && h.error !== undefined && /timeout|timed out|no answer/i.test(h.error),
+  );
+  for (const h of nodes) {
+    if (h.httpStatus !== 401 && h.httpStatus !== 403) continue;
+    const token = envNames(h.index + 1).token;
+    lines.push(`${token} was refused (HTTP ${h.httpStatus}): check it belongs to the database of ${h.label}.`);
+  }
+  if (refused.length > 0) {
+    lines.push(
+      `${urls(refused)} refused the connection (ECONNREFUSED): nothing listens at that address. ` +
+        "Check the URL, and that the server is running " +
+        "(local nodes: run npx edge-redlock dev in another terminal; it writes .dev.vars).",
+    );
+  }
+  if (unresolved.length > 0) {
+    lines.push(`${urls(unresolved)}: the host does not resolve. Copy the URL from the database's REST API section.`);
+  }
+  if (silent.length > 0) {
+    lines.push(
+      `${urls(silent)}: no answer in time. Check the URL and the network, or give more time with --timeout MS.`,
+    );
+  }
+  return lines;
+}
+
+/** The URL variables of some nodes, shortened as the report does: `UPSTASH_REDIS_REST_URL_3, _4, _5`. */
+function urls(nodes: NodeHealth[]): string {
+  const [first, ...rest] = nodes.map((h) => envNames(h.index + 1).url);
+  return [first, ...rest.map((name) => name.replace(/^.*(_\d+)$/, "$1"))].join(", ");
 }
 
 /** The largest n with a UPSTASH_REDIS_REST_URL_n or _TOKEN_n set. */

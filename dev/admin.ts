@@ -7,7 +7,8 @@ export interface NodeState {
   counters: Counters;
   /** The node's links (one listener per client, see `Bridge.addLink`), by name. */
   links: Record<string, LinkState>;
-  redis: { state: "running" | "paused" | "killed"; port: number };
+  /** The node's server: a redis-server's port, or `memory: true` for a memory node (same states). */
+  redis: { state: "running" | "paused" | "killed"; port?: number; memory?: true };
 }
 
 /**

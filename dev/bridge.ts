@@ -75,6 +75,10 @@ export interface CutStreams {
   graceful?: boolean;
 }
 
+/** How long `stop()` waits for a quiet moment before it closes the listeners (ms), and at most (ms). */
+const QUIET_MS = 50;
+const SETTLE_MAX_MS = 1_000;
+
 /** A link name: what the admin API accepts in `/links/<name>`. */
 const LINK_NAME = /^[\w.-]{1,64}$/;
 
@@ -135,6 +139,10 @@ export class Bridge {
   async stop(): Promise<void> {
     const servers = [this.#data, this.#admin, ...[...this.#links.values()].map((link) => link.server)];
     for (const gate of [this.#gate, ...[...this.#links.values()].map((link) => link.gate)]) gate.releaseHeld();
+    await this.#settle();
+    // Open subscription streams end properly first: a body dropped mid-way makes @upstash/redis print
+    // "Stream reading error:" after the user's own teardown.
+    await this.#endStreams();
     for (const server of servers) server.closeAllConnections();
     await Promise.all(servers.map(close));
     this.backend.close();
@@ -264,7 +272,7 @@ export class Bridge {
       if (error instanceof SyntaxError) return send(res, 400, { error: "ERR request body is not JSON" });
       if (error instanceof NotFound) return send(res, 404, { error: error.message });
       if (error instanceof BadCommand || error instanceof LimitError) return send(res, 400, { error: error.message });
-      if (isConnectionError(error)) return send(res, 503, { error: `redis unavailable: ${errorText(error)}` });
+      if (isConnectionError(error)) return send(res, 503, { error: UNAVAILABLE });
       this.counters.answered++;
       send(res, 400, { error: this.#errorText(error) });
     }
@@ -291,13 +299,14 @@ export class Bridge {
     try {
       subscription = await this.backend.subscribe([...new Set(channels)], {
         message: (channel, message) => this.#deliver(stream, channel, message),
+        // The node lost the subscription (killed, restarted): the body ends properly, as a server's close does.
         lost: () => {
           this.#forget(stream);
-          res.destroy();
+          res.end();
         },
       });
     } catch (error) {
-      if (isConnectionError(error)) return send(res, 503, { error: `redis unavailable: ${errorText(error)}` });
+      if (isConnectionError(error)) return send(res, 503, { error: UNAVAILABLE });
       this.counters.answered++;
       return send(res, 400, { error: this.#errorText(error) });
     }
@@ -337,6 +346,47 @@ export class Bridge {
     const delay = gates.reduce((sum, gate) => sum + gate.faults.messageDelayMs, 0);
     if (delay > 0) setTimeout(write, delay);
     else write();
+  }
+
+  /**
+   * Waits until no request has been running for {@link QUIET_MS} (at most {@link SETTLE_MAX_MS}): a lock's
+   * follow-up requests (a release sent when a late acquire reply lands, its `pending` work) reach a node
+   * that is still there, instead of a closed port, when a test stops the nodes right after `release()`.
+   * A node that holds its requests (cut, hang) answers nothing anyway: no wait.
+   */
+  async #settle(): Promise<void> {
+    const gates = [this.#gate, ...[...this.#links.values()].map((link) => link.gate)];
+    if (gates.some((gate) => gate.faults.cut || gate.faults.hang)) return;
+    const deadline = Date.now() + SETTLE_MAX_MS;
+    let seen = this.counters.received;
+    let quietSince = Date.now();
+    while (Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      const { received, inFlight } = this.counters;
+      if (received !== seen || inFlight > 0) {
+        seen = received;
+        quietSince = Date.now();
+      } else if (Date.now() - quietSince >= QUIET_MS) return;
+    }
+  }
+
+  /** Ends every open stream's body properly and waits (briefly) until each is flushed. */
+  async #endStreams(): Promise<void> {
+    const open = [...this.#streams];
+    await Promise.all(
+      open.map(
+        (stream) =>
+          new Promise<void>((resolve) => {
+            this.#forget(stream);
+            const done = setTimeout(resolve, 200);
+            stream.res.once("close", () => {
+              clearTimeout(done);
+              resolve();
+            });
+            stream.res.end();
+          }),
+      ),
+    );
   }
 
   /** Takes a stream out of the open ones (once); true when it was open. */
@@ -519,6 +569,13 @@ function event(data: string): string {
 function parseGraceful(body: string): boolean {
   return Boolean((JSON.parse(body || "{}") as { graceful?: unknown }).graceful);
 }
+
+/**
+ * The answer while the backend cannot be reached (its redis-server killed, paused past the client's patience,
+ * or gone): what happened and what brings it back, never the Redis client's own words about its options.
+ */
+export const UNAVAILABLE =
+  "redis unavailable: the server behind this local node is down (faults.restart() starts it again, empty)";
 
 /** Anything but a reply of the backend itself (a ReplyError) means it could not be reached. */
 function isConnectionError(error: unknown): boolean {

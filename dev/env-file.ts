@@ -1,4 +1,5 @@
-// Reads `KEY=VALUE` files (.env, .dev.vars) the way dotenv and wrangler do, for `--env-file`.
+// Reads `KEY=VALUE` files (.env, .dev.vars) the way dotenv and wrangler do: `doctor --env-file`, `dev --check`
+// and `requireLocalNodes`.
 
 /**
  * Parses the text of an env file: `KEY=VALUE` lines, `#` comments, an optional `export ` prefix,

@@ -53,12 +53,10 @@ function knownScripts(): Map<string, KnownScript> {
   return known;
 }
 
-/** A signal that never aborts: a request that reached the bridge runs to its end. */
-const NEVER = new AbortController().signal;
-
 /**
  * One memory node behind a bridge. The bridge's faults (latency, hang, cut, status, garbage, the
- * `rejectKeyLocking` flag, and those of subscription streams) work as in front of redis-server; `restart`
+ * `rejectKeyLocking` flag, and those of subscription streams) work as in front of redis-server, and so do
+ * the process controls: `kill` (no answer, data gone, until `restart`), `pause`/`resume`, and `restart`, which
  * empties the node and its script cache and ends its subscriptions. PUBLISH, from a client or from a script
  * the node runs (`MemoryNode.publish`), reaches the bridge's SSE streams. Transactions (`/multi-exec`) and
  * any command the library does not send are refused.
@@ -85,9 +83,40 @@ export class MemoryBackend implements Backend {
     }
   }
 
+  /** As a redis-server process would be: `killed` answers nothing, `paused` holds every command until resumed. */
+  state: "running" | "paused" | "killed" = "running";
+  /** Commands held by a pause, let go by `resume`, `kill` or `restart`. */
+  #paused: (() => void)[] = [];
+
   async ready(): Promise<void> {}
 
-  close(): void {}
+  close(): void {
+    this.#letGo();
+  }
+
+  /**
+   * Stops answering, its data and subscriptions gone, until `restart`: a crashed redis-server without
+   * persistence. The bridge answers its requests as it does for a killed redis-server (HTTP 503).
+   */
+  kill(): void {
+    this.state = "killed";
+    this.node.cutSubscriptions();
+    this.#empty();
+    this.#letGo();
+  }
+
+  /** Holds every command until `resume` (a stopped process: SIGSTOP). */
+  pause(): void {
+    if (this.state !== "running") throw new Error(`cannot pause a ${this.state} memory node`);
+    this.state = "paused";
+  }
+
+  /** Lets the held commands run (SIGCONT). */
+  resume(): void {
+    if (this.state !== "paused") throw new Error(`cannot resume a ${this.state} memory node`);
+    this.state = "running";
+    this.#letGo();
+  }
 
   rejectKeyLocking(reject: boolean): void {
     this.#rejectFlag = reject;
@@ -99,12 +128,29 @@ export class MemoryBackend implements Backend {
    */
   restart(): void {
     this.node.cutSubscriptions();
+    this.#empty();
+    this.state = "running";
+    this.#letGo();
+  }
+
+  #empty(): void {
     this.node.flush();
     this.#lists.clear();
     this.#loaded.clear();
   }
 
+  #letGo(): void {
+    for (const go of this.#paused.splice(0)) go();
+  }
+
+  /** Waits out a pause; throws as a lost connection does while the node is killed. */
+  async #available(): Promise<void> {
+    while (this.state === "paused") await new Promise<void>((resolve) => this.#paused.push(resolve));
+    if (this.state === "killed") throw new Error("memory node killed (restart starts it again, empty)");
+  }
+
   async subscribe(channels: string[], handlers: SubscriptionHandlers): Promise<Subscription> {
+    await this.#available();
     const controller = new AbortController();
     const close = () => controller.abort();
     const ends: Promise<void>[] = [];
@@ -128,10 +174,12 @@ export class MemoryBackend implements Backend {
   }
 
   async transaction(): Promise<never> {
+    await this.#available();
     throw new ReplyError(`ERR ${MODE} does not run transactions (MULTI/EXEC): ${INSTEAD}`);
   }
 
   async call(command: string[]): Promise<unknown> {
+    await this.#available();
     const [name, ...args] = command;
     const node = this.node;
     switch (name.toUpperCase()) {
@@ -219,7 +267,9 @@ export class MemoryBackend implements Backend {
     if (name === EXISTS_PROBE) return keys.slice(0, 1).filter((key) => this.node.get(key) !== undefined).length;
     try {
       // A test's own script names are no library Script's; the node's `execute` dispatches on the text alone.
-      return await this.node.run({ name } as Pick<Script, "name">, keys, args, NEVER);
+      // A signal of its own that never aborts (a request that reached the bridge runs to its end): one shared by
+      // every request would collect a listener per request in flight, and Node 20 warns past ten.
+      return await this.node.run({ name } as Pick<Script, "name">, keys, args, new AbortController().signal);
     } catch (error) {
       throw new ReplyError((error as Error).message);
     }

@@ -16,8 +16,8 @@ export interface MemoryCluster {
 
 /**
  * Starts `nodes` memory nodes (default 5) behind REST bridges on free 127.0.0.1 ports. The admin API's
- * faults work as with redis-server; `/redis/restart` empties a node and its script cache; kill, pause and
- * resume are refused (there is no process).
+ * faults and process controls work as with redis-server: `/redis/kill` (no answer and the data gone until
+ * restart), `/redis/pause` and `/redis/resume`, `/redis/restart` (empty, script cache included).
  * @example
  * const cluster = await startMemoryCluster({ nodes: 5 });
  * const redlock = new Redlock(cluster.nodes);
@@ -30,9 +30,20 @@ export async function startMemoryCluster(options: { nodes?: number; token?: stri
     const backend = new MemoryBackend(`memory-${i + 1}`);
     const bridge = new Bridge({ backend, token });
     bridge.onAdmin = async (action) => {
-      if (action === "state") return { state: "memory" };
-      if (action === "restart") return backend.restart();
-      throw new Error(`memory nodes have no process to ${action} (restart empties one)`);
+      switch (action) {
+        case "state":
+          return { state: backend.state, memory: true };
+        case "kill":
+          return backend.kill();
+        case "pause":
+          return backend.pause();
+        case "resume":
+          return backend.resume();
+        case "restart":
+          return backend.restart();
+        default:
+          throw new Error(`unknown redis action: ${action} (kill, pause, resume, restart)`);
+      }
     };
     return bridge;
   });

@@ -123,9 +123,13 @@ const MAY_IMPORT: Record<string, string[]> = {
  */
 const OUTSIDE: Record<string, (target: string) => boolean> = {
   "testing/local-nodes.ts": (target) =>
-    ["../dev/cluster.ts", "../dev/cluster-process.ts", "../dev/redis-server.ts", "../dev/memory-cluster.ts"].includes(
-      target,
-    ),
+    [
+      "../dev/cluster.ts",
+      "../dev/cluster-process.ts",
+      "../dev/redis-server.ts",
+      "../dev/memory-cluster.ts",
+      "../dev/dev-vars.ts",
+    ].includes(target),
 };
 
 /** The folder of src/ that loads dev/ (`edge-redlock/testing`): dev/ depends on the library, never on it. */

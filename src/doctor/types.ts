@@ -32,7 +32,8 @@ export interface DoctorOptions {
 }
 
 /**
- * `fail` makes {@link DoctorReport.ok} false; `warn` does not.
+ * `fail` makes {@link DoctorReport.ok} false; `warn` does not; `skip`: the check could not run (no node it
+ * needs answered), and says so instead of passing.
  * @example
  * ```ts
  * import { checkNodes } from "edge-redlock";
@@ -41,7 +42,7 @@ export interface DoctorOptions {
  * const worst = report.checks.some((c) => c.status === "fail") ? "fail" : "ok";
  * ```
  */
-export type CheckStatus = "ok" | "warn" | "fail";
+export type CheckStatus = "ok" | "warn" | "fail" | "skip";
 
 /**
  * One line of the verdict.
@@ -66,9 +67,12 @@ export interface DoctorCheck {
     | "eviction"
     | "wakeups"
     | "lock";
-  /** `fail` breaks locks, `warn` weakens them. */
+  /** `fail` breaks locks, `warn` weakens them, `skip`: not checked (the nodes it needs are down). */
   status: CheckStatus;
-  /** What was found, in one sentence; never a URL or a token. */
+  /**
+   * What was found, in one sentence, naming the nodes it could not be checked on (`not checked on … (node
+   * down)`); never a URL or a token.
+   */
   message: string;
 }
 
@@ -150,7 +154,7 @@ export interface DoctorReport {
   quorum: number;
   /** Per node, in the order given. */
   nodes: NodeHealth[];
-  /** Per check, in a fixed order; a check that had nothing to judge is left out. */
+  /** Per check, in a fixed order, each listed: one that could not run says so (`skip`). */
   checks: DoctorCheck[];
   /** The quorum-th fastest p50: about what one lock round takes. `null` when fewer than a quorum answer. */
   expectedLockLatencyMs: number | null;

@@ -32,6 +32,39 @@ const result = (name: DoctorCheck["name"], status: CheckStatus, message: string)
 const list = (hs: NodeHealth[]) => hs.map((h) => h.label).join(", ");
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
+/** The nodes a per-node check could not run on, and why (`not checked on … (node down)`); undefined: none. */
+function unchecked(health: NodeHealth[]): string | undefined {
+  const down = health.filter((h) => !h.reachable && h.configError === undefined);
+  const misconfigured = health.filter((h) => h.configError !== undefined);
+  const parts = [
+    ...(down.length > 0 ? [`${shortList(down)} (node down)`] : []),
+    ...(misconfigured.length > 0 ? [`${shortList(misconfigured)} (configuration error)`] : []),
+  ];
+  return parts.length > 0 ? `not checked on ${parts.join("; ")}` : undefined;
+}
+
+/** Labels that differ only in a numbered suffix, after the first by the suffix alone: `X_3, _4, _5`. */
+export function shortList(hs: NodeHealth[]): string {
+  const suffixed = hs.map((h) => /^(.*_)(\d+)$/.exec(h.label));
+  const stem = suffixed[0]?.[1];
+  if (hs.length < 2 || suffixed.some((m) => m === null || m[1] !== stem)) return list(hs);
+  return [hs[0].label, ...suffixed.slice(1).map((m) => `_${m![2]}`)].join(", ");
+}
+
+/** `message`, followed by the nodes it does not speak for: a check claims only what it checked. */
+const partly = (message: string, health: NodeHealth[]): string => {
+  const rest = unchecked(health);
+  return rest === undefined ? message : `${message}; ${rest}`;
+};
+
+/** "every node", or "every node that answers (2 of 5)" when some could not be asked. */
+const everyNode = (up: NodeHealth[], health: NodeHealth[]): string =>
+  up.length === health.length ? "every node" : `every node that answers (${up.length} of ${health.length})`;
+
+/** A check that could not run at all: listed, never left out, so the report says what it did not check. */
+const skipped = (name: DoctorCheck["name"], health: NodeHealth[], why?: string): DoctorCheck =>
+  result(name, "skip", why ?? unchecked(health) ?? "not checked");
+
 const config: Check = ({ health, quorum }) => {
   const n = health.length;
   const misconfigured = health.filter((h) => h.configError !== undefined);
@@ -54,26 +87,32 @@ const reachable: Check = ({ health }) => {
   return result("reachable", "ok", `${contacted.length} of ${health.length} nodes answer`);
 };
 
-const scripts: Check = ({ up }) => {
+const scripts: Check = ({ health, up }) => {
   const noScripts = up.filter((h) => h.scripts !== "ok");
   if (noScripts.length > 0)
     return result("scripts", "fail", noScripts.map((h) => `${h.label}: ${h.scriptError}`).join("; "));
-  if (up.length > 0)
-    return result("scripts", "ok", `every script the library sends loads and runs on ${plural(up.length, "node")}`);
-  return undefined;
+  if (up.length === 0) return skipped("scripts", health);
+  return result(
+    "scripts",
+    "ok",
+    partly(`every script the library sends loads and runs on ${plural(up.length, "node")}`, health),
+  );
 };
 
-const keyLocking: Check = ({ up }) => {
+const keyLocking: Check = ({ health, up }) => {
   const rejected = up.filter((h) => h.keyLocking === "rejected");
   const accepted = up.filter((h) => h.keyLocking === "accepted");
-  if (accepted.length + rejected.length === 0) return undefined;
+  if (accepted.length + rejected.length === 0) return up.length === 0 ? skipped("key-locking", health) : undefined;
   return result(
     "key-locking",
     "ok",
-    rejected.length === 0
-      ? `the allow-key-locking flag is accepted on every node (scripts lock only their keys)`
-      : `accepted on ${accepted.length}; rejected on ${list(rejected)}: ` +
-          "the library falls back to scripts without the flag there",
+    partly(
+      rejected.length === 0
+        ? `the allow-key-locking flag is accepted on ${everyNode(up, health)} (scripts lock only their keys)`
+        : `accepted on ${accepted.length}; rejected on ${list(rejected)}: ` +
+            "the library falls back to scripts without the flag there",
+      health,
+    ),
   );
 };
 
@@ -91,8 +130,13 @@ const independence: Check = ({ health, up, written }) => {
   if (unprobed.length > 0)
     return result("independence", "warn", `not checked on ${list(unprobed)} (the probe could not be written)`);
   if (up.length > 1)
-    return result("independence", "ok", `no probe key appeared on another node: ${up.length} independent databases`);
-  return undefined;
+    return result(
+      "independence",
+      "ok",
+      partly(`no probe key appeared on another node: ${up.length} independent databases`, health),
+    );
+  if (health.length === 1) return undefined;
+  return skipped("independence", health, `not checked: it needs two nodes that answer; ${unchecked(health)}`);
 };
 
 /** The quorum-th fastest p50: about what one lock round takes; null when fewer than a quorum answer. */
@@ -151,8 +195,10 @@ function clockSpread(up: NodeHealth[]): number | null {
   );
 }
 
-const clocks: Check = ({ up, o }) => {
+const clocks: Check = ({ health, up, o }) => {
   const spread = clockSpread(up);
+  if (spread === null && health.length > 1 && up.length < 2)
+    return skipped("clocks", health, `not checked: it needs two nodes that answer; ${unchecked(health)}`);
   if (spread === null) return undefined;
   const drift = driftAllowance(o.ttl, o.driftFactor);
   const apart =
@@ -162,50 +208,66 @@ const clocks: Check = ({ up, o }) => {
   return result(
     "clocks",
     spread > drift ? "warn" : "ok",
-    spread > drift ? `${within}: a clock this far off may also run fast or jump` : within,
+    partly(spread > drift ? `${within}: a clock this far off may also run fast or jump` : within, health),
   );
 };
 
-const eviction: Check = ({ up }) => {
+const eviction: Check = ({ health, up }) => {
   const evicting = up.filter((h) => typeof h.eviction === "string" && h.eviction !== "noeviction");
   const silent = up.filter((h) => h.eviction === null);
   if (evicting.length > 0) {
     return result(
       "eviction",
       "warn",
-      `${evicting.map((h) => `${h.label}: ${h.eviction}`).join(", ")}: ` +
-        "under memory pressure a lock key can be evicted (turn eviction off)",
+      partly(
+        `${evicting.map((h) => `${h.label}: ${h.eviction}`).join(", ")}: ` +
+          "under memory pressure a lock key can be evicted (turn eviction off)",
+        health,
+      ),
     );
   }
   if (silent.length > 0)
     return result(
       "eviction",
       "ok",
-      `not reported by ${list(silent)}: make sure eviction is off in the database's settings`,
+      partly(`not reported by ${list(silent)}: make sure eviction is off in the database's settings`, health),
     );
-  if (up.length > 0) return result("eviction", "ok", "noeviction on every node");
-  return undefined;
+  if (up.length > 0) return result("eviction", "ok", partly(`noeviction on ${everyNode(up, health)}`, health));
+  return skipped("eviction", health);
 };
 
-const wakeups: Check = ({ up }) => {
+const wakeups: Check = ({ health, up }) => {
   const silent = up.filter((h) => h.wakeups !== undefined && h.wakeups !== "delivered");
   if (silent.length > 0)
     return result(
       "wakeups",
       "warn",
-      `${silent.map((h) => `${h.label}: ${h.wakeups}`).join("; ")}: waiters are not woken through ` +
-        `${silent.length === 1 ? "it" : "them"} and ask again when the holder's time is up`,
+      partly(
+        `${silent.map((h) => `${h.label}: ${h.wakeups}`).join("; ")}: waiters are not woken through ` +
+          `${silent.length === 1 ? "it" : "them"} and ask again when the holder's time is up`,
+        health,
+      ),
     );
   if (up.length > 0)
     return result(
       "wakeups",
       "ok",
-      `a subscription is accepted and a publish delivered on ${plural(up.length, "node")}`,
+      partly(`a subscription is accepted and a publish delivered on ${plural(up.length, "node")}`, health),
     );
-  return undefined;
+  return skipped("wakeups", health);
 };
 
-const lock: Check = ({ trial }) => (trial ? result("lock", trial.acquired ? "ok" : "fail", trial.message) : undefined);
+const lock: Check = ({ health, up, quorum, trial }) => {
+  if (trial) return result("lock", trial.acquired ? "ok" : "fail", trial.message);
+  if (health.some((h) => h.configError !== undefined))
+    return skipped("lock", health, "not tried: the configuration has errors (see config)");
+  return skipped(
+    "lock",
+    health,
+    `not tried: ${up.length} of ${health.length} nodes answer, fewer than the quorum of ${quorum}; ` +
+      `${unchecked(health)}`,
+  );
+};
 
 /** Every check, in the order the report lists them. */
 const CHECKS: Check[] = [

@@ -38,10 +38,17 @@ export interface NodeFaults {
    * on the node until someone subscribes again.
    */
   cutStreams(options?: { graceful?: boolean }): Promise<void>;
-  /** Kills the node's redis-server: its data is gone, requests fail until `restart`. */
+  /**
+   * Kills the node's server (its redis-server; a memory node stops answering the same way): its data is gone,
+   * requests are answered HTTP 503 until `restart`.
+   */
   kill(): Promise<void>;
-  /** Starts the node's redis-server again, empty (a crash that lost the data). */
+  /** Starts the node's server again, empty (a crash that lost the data). */
   restart(): Promise<void>;
+  /** Stops the node's server (SIGSTOP; a memory node holds its commands the same way) until `resume`. */
+  pause(): Promise<void>;
+  /** Lets a paused server go on; the held commands run. */
+  resume(): Promise<void>;
   /** Clears every fault (the redis-server stays as it is). */
   reset(): Promise<void>;
 }
@@ -62,7 +69,7 @@ export function nodeFaults(adminUrl: string): NodeFaults {
   const post = async (path: string, body: unknown = {}): Promise<void> => {
     const res = await fetch(adminUrl + path, { method: "POST", body: JSON.stringify(body) });
     const text = await res.text();
-    if (!res.ok) throw new Error(`edge-redlock/testing: ${path} failed (HTTP ${res.status}): ${text}`);
+    if (!res.ok) throw new Error(`edge-redlock/testing: ${path} failed (HTTP ${res.status}): ${adminError(text)}`);
   };
   return {
     cut: () => post("/faults", { cut: true }),
@@ -74,6 +81,18 @@ export function nodeFaults(adminUrl: string): NodeFaults {
     cutStreams: (options = {}) => post("/streams/cut", options),
     kill: () => post("/redis/kill"),
     restart: () => post("/redis/restart"),
+    pause: () => post("/redis/pause"),
+    resume: () => post("/redis/resume"),
     reset: () => post("/reset"),
   };
+}
+
+/** The admin API's error text alone (its body is `{"error": …}`), else the body as it came. */
+function adminError(body: string): string {
+  try {
+    const { error } = JSON.parse(body) as { error?: unknown };
+    return typeof error === "string" ? error : body;
+  } catch {
+    return body;
+  }
 }

@@ -17,9 +17,11 @@
  * @module
  */
 export {
+  requireLocalNodes,
   startLocalNodes,
   type LocalNode,
   type LocalNodes,
+  type RequireLocalNodesOptions,
   type StartLocalNodesOptions,
 } from "./local-nodes.ts";
 export { nodeFaults, type NodeFaults } from "./faults.ts";

@@ -117,6 +117,46 @@ export async function startLocalNodes(options: StartLocalNodesOptions = {}): Pro
   return running(cluster);
 }
 
+/**
+ * Options of {@link requireLocalNodes}.
+ * @example
+ * ```ts
+ * await requireLocalNodes({ envFile: ".env", timeoutMs: 1_000 });
+ * ```
+ */
+export interface RequireLocalNodesOptions {
+  /** The env file `npx edge-redlock dev` wrote (default `.dev.vars`; `dev --out .env` writes `.env`). */
+  envFile?: string;
+  /** How long each node has to answer its PING, ms (default 2000). */
+  timeoutMs?: number;
+}
+
+/**
+ * For a test runner's global setup when the nodes run in another terminal (`npx edge-redlock dev`): reads
+ * their variables from `.dev.vars` and resolves with them once every node answers. When the file does not
+ * exist or a node does not answer, it prints one line to stderr (which variable, which host, why, and the
+ * command to run) and ends the process with exit code 1, before any test: a thrown error would come with
+ * the runner's stack trace and its own complaints. Node, Bun and Deno; never prints a token. To handle the
+ * failure yourself, use `checkLocalNodes`.
+ * @param options see {@link RequireLocalNodesOptions}
+ * @returns the variables in the file (`UPSTASH_REDIS_REST_URL_1` … and the rest of it)
+ * @example
+ * ```ts
+ * // test/nodes-running.ts, a vitest globalSetup
+ * import { requireLocalNodes } from "edge-redlock/testing";
+ *
+ * export default async function setup() {
+ *   await requireLocalNodes(); // one line and exit code 1 when the nodes in .dev.vars are not running
+ * }
+ * ```
+ */
+export async function requireLocalNodes(options: RequireLocalNodesOptions = {}): Promise<Record<string, string>> {
+  if (options.envFile !== undefined && (typeof options.envFile !== "string" || options.envFile === ""))
+    throw new TypeError("requireLocalNodes: envFile must be a non-empty path");
+  const { requireDevVars } = await import("../../dev/dev-vars.ts");
+  return requireDevVars(options.envFile ?? ".dev.vars", options.timeoutMs);
+}
+
 /** The handle of running nodes, real or memory. */
 function running(cluster: { nodes: LocalNode[]; stop(): Promise<void> }): LocalNodes {
   const nodes = cluster.nodes.map(({ url, token, adminUrl, redisUrl }) => ({ url, token, adminUrl, redisUrl }));

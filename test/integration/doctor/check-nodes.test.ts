@@ -233,7 +233,12 @@ describe("checkNodes", () => {
     expect(report.nodes[1].error).toContain("the token was refused");
     expect(report.nodes[3].configError).toBe("the URL carries credentials (user:password@); give the token on its own");
     expect(check(report, "config")!.status).toBe("fail");
-    expect(check(report, "lock")).toBeUndefined(); // no trial on a configuration that is wrong
+    // No trial on a configuration that is wrong, and the report says so instead of leaving the row out.
+    expect(check(report, "lock")).toEqual({
+      name: "lock",
+      status: "skip",
+      message: "not tried: the configuration has errors (see config)",
+    });
     expectNoSecrets(report, ["wrong-token-for-this-node", "hunter2secret", "someone", env.cluster.nodes[0].token]);
   });
 

@@ -1,0 +1,42 @@
+// A long wait leaves nothing on the caller's signal: each attempt's listeners (the round, the sleep between
+// attempts, the waker's wait) are removed when it ends, so they never pile up (Node warns at 11) across attempts.
+import { getEventListeners } from "node:events";
+import { afterEach, expect, it } from "vitest";
+import { LockAcquisitionError, Redlock } from "../../../src/index.ts";
+import { memoryNodes } from "../../../src/testing/memory.ts";
+
+const warnings: Error[] = [];
+const onWarning = (warning: Error) => void warnings.push(warning);
+afterEach(() => {
+  process.off("warning", onWarning);
+  warnings.length = 0;
+});
+
+it.each([
+  ["waiting in line (woken over Pub/Sub)", {}],
+  ["retrying at random", { retryJitter: 5 }],
+])(
+  "the caller's signal holds at most a few abort listeners through 40 attempts, and none after: %s",
+  async (_, extra) => {
+    process.on("warning", onWarning);
+    const nodes = memoryNodes(5);
+    const redlock = new Redlock(nodes, { retryCount: 40, retryDelay: 2, warnings: false, ...extra });
+    const held = await redlock.acquire(["listeners:k"], 60_000);
+    const caller = new AbortController();
+    let most = 0;
+    const sample = setInterval(() => {
+      most = Math.max(most, getEventListeners(caller.signal, "abort").length);
+    }, 1);
+    try {
+      const error = await redlock.acquire(["listeners:k"], 5_000, { signal: caller.signal }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockAcquisitionError);
+      expect((error as LockAcquisitionError).attempts.length).toBeGreaterThanOrEqual(20);
+    } finally {
+      clearInterval(sample);
+      await held.release();
+    }
+    expect(most).toBeLessThanOrEqual(3);
+    expect(getEventListeners(caller.signal, "abort")).toHaveLength(0);
+    expect(warnings.filter((w) => w.name === "MaxListenersExceededWarning")).toEqual([]);
+  },
+);
