@@ -20,9 +20,15 @@ export async function batchedSplit(
   options: ImplOptions,
   cycles: number,
 ): Promise<[string, number][]> {
-  // An acquire (classic, or fair as the library sends it by default) is granted; anything else is a release.
-  const acquireShas = new Set([await scriptShaOf(ACQUIRE.lua), await scriptShaOf(FAIR_ACQUIRE.lua)]);
-  const answer = (command: unknown[]) => (acquireShas.has(command[1] as string) ? [1] : 1);
+  // An acquire (classic, or fair as the library sends it by default) is granted; anything else is a release. A
+  // node's first run of a script is an EVAL (its Lua), the later ones EVALSHA (its SHA-1).
+  const acquires = new Set([
+    ACQUIRE.lua,
+    FAIR_ACQUIRE.lua,
+    await scriptShaOf(ACQUIRE.lua),
+    await scriptShaOf(FAIR_ACQUIRE.lua),
+  ]);
+  const answer = (command: unknown[]) => (acquires.has(command[1] as string) ? [1] : 1);
   globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const body = JSON.parse(String(init?.body)) as unknown[];
     await new Promise((r) => setImmediate(r));

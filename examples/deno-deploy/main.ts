@@ -1,4 +1,4 @@
-// Deno Deploy (locally: `deno task start`, see README.md): a counter whose read-modify-write is guarded by edge-redlock.
+// Deno Deploy (locally: see README.md): a counter whose read-modify-write is guarded by edge-redlock.
 //   POST /counter/:name[?wait=ms]   increment under the lock, answer the value
 //   GET  /counter/:name             read it
 import { Redis } from "@upstash/redis";

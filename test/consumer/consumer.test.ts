@@ -519,11 +519,42 @@ describe("the JSR package (jsr.json)", () => {
   });
 });
 
-/**
- * The documentation's recipes, wherever they are (README.md and every page under docs/): `<!-- recipe:
- * project/path -->` before a code block gives a file of a project, `<!-- run: project: command -->` its command.
- */
-function docRecipes(): { files: Map<string, Record<string, string>>; runs: [string, string][] } {
+/** A recipe of the documentation: one section of a page (README.md or a page under docs/). */
+interface Recipe {
+  /** The files: each code block with a bold `path` line directly above it (`**\`test/lock.test.ts\`**`). */
+  files: Record<string, string>;
+  /** The packages its install lines (`npm install`, `bun add`, `deno add`) name, the tarball's path left out. */
+  installs: string[];
+  /** Whether an install line names the tarball. */
+  tarball: boolean;
+  /** The other lines of its `sh` blocks, in order: the commands that run it. */
+  commands: string[];
+}
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+const anchor = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\w\- ]/g, "")
+    .replace(/ /g, "-");
+
+/** The sections that hold recipes, by page and anchor, with the test's name for each. */
+const RECIPE_SECTIONS: Record<string, string> = {
+  "docs/testing.md#the-recipes": "shared", // the package.json every recipe starts from
+  "docs/testing.md#cloudflare-workers-with-cloudflarevitest-plugin": "workers",
+  "docs/testing.md#workers-on-memory-nodes": "workers-memory",
+  "docs/testing.md#workers-with-nodes-you-run-yourself": "workers-running",
+  "docs/testing.md#honos-apprequest-on-node": "hono-node",
+  "docs/testing.md#unit-tests-on-memory-nodes-any-runtime": "memory",
+  "docs/testing.md#deno": "deno",
+  "docs/testing.md#bun": "bun",
+  "docs/migrating-from-node-redlock.md#before-and-after": "from-node-redlock",
+  "docs/migrating-from-upstash-lock.md#before-and-after": "from-upstash-lock",
+};
+
+/** Every section of README.md and docs/ with a file in it, named as RECIPE_SECTIONS names it (else page#anchor). */
+function docRecipes(): Map<string, Recipe> {
   const docs = join(repo, "docs");
   const pages = [
     "README.md",
@@ -532,77 +563,194 @@ function docRecipes(): { files: Map<string, Record<string, string>>; runs: [stri
       .sort()
       .map((f) => join("docs", f)),
   ];
-  const text = pages.map((page) => readFileSync(join(repo, page), "utf8")).join("\n");
-  const files = new Map<string, Record<string, string>>();
-  for (const [, project, path, block] of text.matchAll(/<!-- recipe: ([\w-]+)\/(\S+) -->\n```\w*\n([\s\S]*?)\n```/g)) {
-    files.set(project, { ...files.get(project), [path]: `${block}\n` });
+  const recipes = new Map<string, Recipe>();
+  for (const page of pages) {
+    const sections: [string, string[]][] = [["", []]];
+    let fenced = false;
+    for (const line of readFileSync(join(repo, page), "utf8").split("\n")) {
+      if (/^\s*```/.test(line)) fenced = !fenced;
+      const heading = fenced ? null : /^#{1,6} (.+)$/.exec(line);
+      if (heading) sections.push([anchor(heading[1]), []]);
+      else sections.at(-1)![1].push(line);
+    }
+    for (const [slug, lines] of sections) {
+      const body = lines.join("\n");
+      const files: Record<string, string> = {};
+      for (const [, path, block] of body.matchAll(/^\*\*`([^`\s]+)`\*\*\n```\w*\n([\s\S]*?)\n```/gm))
+        files[path] = `${block}\n`;
+      if (Object.keys(files).length === 0) continue;
+      const recipe: Recipe = { files, installs: [], tarball: false, commands: [] };
+      for (const [, block] of body.matchAll(/^```sh\n([\s\S]*?)\n```/gm)) {
+        for (const raw of block.split("\n")) {
+          const line = raw.replace(/(^|\s)#.*$/, "").trim();
+          if (!line) continue;
+          const install = /^(?:npm install|npm i|bun add|deno add)\s+(.*)$/.exec(line);
+          if (!install) {
+            recipe.commands.push(line);
+            continue;
+          }
+          for (const arg of install[1].split(/\s+/).filter((a) => !a.startsWith("-"))) {
+            if (arg.endsWith(".tgz")) recipe.tarball = true;
+            else recipe.installs.push(arg.replace(/^npm:/, ""));
+          }
+        }
+      }
+      recipes.set(RECIPE_SECTIONS[`${page}#${slug}`] ?? `${page}#${slug}`, recipe);
+    }
   }
-  const runs = [...text.matchAll(/<!-- run: ([\w-]+): (.+?) -->/g)].map(
-    ([, project, command]) => [project, command] as [string, string],
-  );
-  // "workers-memory" is the Workers recipe with its globalSetup on memory nodes: the other files as written.
-  files.set("workers-memory", { ...files.get("workers"), ...files.get("workers-memory") });
-  return { files, runs };
+  return recipes;
 }
 
-/** What each recipe's project installs (linked from this repository's node_modules), and the bins it calls. */
+/** What each recipe's install lines must name: the test links exactly these from this repository's node_modules. */
 const RECIPE_LINKS: Record<string, string[]> = {
-  workers: ["vitest", "@cloudflare/vitest-plugin", "wrangler", "hono", "@upstash/redis", "ioredis"],
-  "workers-running": ["vitest", "@cloudflare/vitest-plugin", "wrangler", "hono", "@upstash/redis", "ioredis"],
+  workers: ["@upstash/redis", "hono", "vitest", "@cloudflare/vitest-plugin", "wrangler", "ioredis", "typescript"],
+  "workers-running": ["@upstash/redis", "hono", "vitest", "@cloudflare/vitest-plugin", "wrangler", "ioredis"],
   // Memory nodes: nothing to install beyond the package and the test tools (no ioredis, no redis-server).
-  "workers-memory": ["vitest", "@cloudflare/vitest-plugin", "wrangler", "hono", "@upstash/redis"],
-  "hono-node": ["vitest", "hono", "@upstash/redis", "ioredis"],
-  memory: ["vitest", "@upstash/redis"],
+  "workers-memory": ["@upstash/redis", "hono", "vitest", "@cloudflare/vitest-plugin", "wrangler"],
+  "hono-node": ["@upstash/redis", "hono", "vitest", "ioredis"],
+  memory: ["@upstash/redis", "vitest"],
   deno: ["@upstash/redis", "ioredis"],
   bun: ["@upstash/redis", "ioredis"],
+  "from-node-redlock": ["@upstash/redis"],
+  "from-upstash-lock": ["@upstash/redis"],
 };
 
+/**
+ * A recipe's project: the shared package.json with the dependencies its install lines add (as npm writes them),
+ * its files (after `base`, which it overrides), the linked packages and the bins npm would link for them.
+ */
+function recipeProject(
+  name: string,
+  recipe: Recipe,
+  shared: Recipe,
+  options: {
+    base?: Record<string, string>;
+    packageJson?: (pkg: Record<string, unknown>) => Record<string, unknown>;
+    /** The project's folder, when not recipe-<name>. */
+    folder?: string;
+  } = {},
+): string {
+  const pkg = JSON.parse(shared.files["package.json"]) as Record<string, unknown>;
+  const dependencies = Object.fromEntries(["edge-redlock", ...recipe.installs].map((dep) => [dep, "*"]));
+  const written = options.packageJson?.({ ...pkg, dependencies }) ?? { ...pkg, dependencies };
+  const dir = project(
+    options.folder ?? `recipe-${name}`,
+    { "package.json": json(written), ...options.base, ...recipe.files },
+    RECIPE_LINKS[name],
+  );
+  mkdirSync(join(dir, "node_modules/.bin"), { recursive: true });
+  for (const link of RECIPE_LINKS[name]) {
+    const { bin } = JSON.parse(readFileSync(join(modules, link, "package.json"), "utf8")) as {
+      bin?: Record<string, string>;
+    };
+    for (const [command, target] of Object.entries(bin ?? {}))
+      symlinkSync(join(modules, link, target), join(dir, "node_modules/.bin", command));
+  }
+  return dir;
+}
+
+/** Runs a recipe's commands in order, stopping at the first that fails. */
+async function runCommands(commands: string[], dir: string, env: Record<string, string | undefined>): Promise<Ran> {
+  let last: Ran = { code: 0, stdout: "", stderr: "" };
+  for (const command of commands) {
+    const [file, ...args] = command.split(" ");
+    last = await run(file, args, { cwd: dir, env });
+    if (last.code !== 0) return { ...last, stderr: `${command}:\n${last.stderr}` };
+  }
+  return last;
+}
+
 describe("the documentation's recipes, as written", () => {
-  const { files, runs } = docRecipes();
-  it("covers Workers (vitest-plugin: nodes it starts, nodes you run, memory nodes), Hono on Node, memoryNodes, Deno and Bun, each with a command", () => {
-    expect([...files.keys()].sort()).toEqual(Object.keys(RECIPE_LINKS).sort());
-    expect(runs.map(([project]) => project).sort()).toEqual(Object.keys(RECIPE_LINKS).sort());
+  const recipes = docRecipes();
+  const shared = recipes.get("shared")!;
+  const workers = recipes.get("workers")?.files ?? {};
+  /** "workers-memory" is the Workers recipe with its own globalSetup: the other files as written. */
+  const base: Record<string, Record<string, string>> = { "workers-memory": workers };
+  /** A recipe's PATH: its own node_modules/.bin (the bins npm links), then this repository's (Node 24, deno, bun). */
+  const binPath = (dir: string) => `${join(dir, "node_modules/.bin")}:${join(modules, ".bin")}:${process.env.PATH}`;
+
+  it("covers Workers (nodes it starts, on memory nodes, nodes you run), Hono on Node, memoryNodes, Deno, Bun and both migration guides; each says what to install and how to run it", () => {
+    expect(shared.files["package.json"]).toBeDefined();
+    expect(JSON.parse(shared.files["package.json"])).toMatchObject({ type: "module" });
+    const named = [...recipes.keys()].filter((name) => name !== "shared");
+    expect(named.sort()).toEqual(Object.keys(RECIPE_LINKS).sort());
+    for (const [name, recipe] of recipes) {
+      if (name === "shared") continue;
+      expect(recipe.tarball, `${name}: an install line names the tarball`).toBe(true);
+      expect([...recipe.installs].sort(), `${name}: what its install lines name`).toEqual(
+        [...RECIPE_LINKS[name]].sort(),
+      );
+      expect(recipe.commands.length, `${name}: a command that runs it`).toBeGreaterThan(0);
+    }
   });
-  for (const [name, command] of runs.filter(([name]) => name !== "workers-running")) {
-    it(`${name}: ${command}`, async () => {
-      const extra: Record<string, string> =
-        name === "deno"
-          ? {
-              "deno.json": json({ nodeModulesDir: "manual" }),
-              "package.json": json({
-                name: "recipe-deno",
-                private: true,
-                type: "module",
-                dependencies: { "edge-redlock": "*", "@upstash/redis": "*", ioredis: "*" },
-              }),
-            }
-          : { "package.json": json({ name: `recipe-${name}`, private: true, type: "module" }) };
-      const dir = project(`recipe-${name}`, { ...extra, ...files.get(name) }, RECIPE_LINKS[name]);
-      mkdirSync(join(dir, "node_modules/.bin"), { recursive: true });
-      if (RECIPE_LINKS[name].includes("vitest"))
-        symlinkSync(join(modules, "vitest/vitest.mjs"), join(dir, "node_modules/.bin/vitest"));
-      const [file, ...args] = command.split(" ");
-      const ran = await run(file, args, { cwd: dir, env: { PATH: `${join(modules, ".bin")}:${process.env.PATH}` } });
-      ok(ran, command);
+
+  for (const [name, recipe] of recipes) {
+    if (name === "shared" || name === "workers-running" || !(name in RECIPE_LINKS)) continue;
+    it(`${name}: ${recipe.commands.join(" && ")}`, async () => {
+      const dir = recipeProject(name, recipe, shared, { base: base[name] });
+      // What `npx edge-redlock dev --out .env` writes, for the recipes that read `.env`.
+      if (recipe.commands.some((c) => c.includes(".env"))) writeFileSync(join(dir, ".env"), devVars());
+      const ran = await runCommands(recipe.commands, dir, { PATH: binPath(dir) });
+      ok(ran, recipe.commands.join(" && "));
+      if (name.startsWith("from-")) {
+        // The guide's "after" snippet type-checks strictly against the package, as it runs.
+        writeFileSync(
+          join(dir, "tsconfig.json"),
+          json({
+            compilerOptions: {
+              target: "ES2022",
+              module: "NodeNext",
+              moduleResolution: "NodeNext",
+              lib: ["ES2022"],
+              types: ["node"],
+              strict: true,
+              skipLibCheck: false,
+              noEmit: true,
+              allowImportingTsExtensions: true,
+            },
+            include: ["*.ts"],
+          }),
+        );
+        mkdirSync(join(dir, "node_modules/@types"), { recursive: true });
+        symlinkSync(join(modules, "@types/node"), join(dir, "node_modules/@types/node"), "dir");
+        ok(await run(tool("tsc"), ["-p", dir], { cwd: dir }), "tsc (the after snippet)");
+      }
     }, 120_000);
   }
+
+  it('without "type": "module" the Workers recipe fails with the error the page quotes', async () => {
+    const quoted = /```text\nError: (Failed to resolve "@cloudflare\/vitest-plugin"[^\n]*)\n```/.exec(
+      readFileSync(join(repo, "docs/testing.md"), "utf8"),
+    )?.[1];
+    expect(quoted).toBeDefined();
+    const recipe = recipes.get("workers-memory")!;
+    const dir = recipeProject("workers-memory", recipe, shared, {
+      base: workers,
+      packageJson: ({ type: _type, ...rest }) => rest,
+      folder: "recipe-workers-commonjs",
+    });
+    const ran = await runCommands(recipe.commands, dir, {
+      PATH: binPath(dir),
+    });
+    expect(ran.code).not.toBe(0);
+    expect(ran.stdout + ran.stderr).toContain(quoted);
+  }, 120_000);
 });
 
 describe('the "nodes you run yourself" Workers recipe', () => {
-  const { files, runs } = docRecipes();
-  const command = runs.find(([name]) => name === "workers-running")?.[1] ?? "";
-  const own = files.get("workers-running") ?? {};
-  // "The test, the Worker and wrangler.toml are the ones above."
-  const { "vitest.config.ts": _config, "test/local-nodes.ts": _setup, ...shared } = files.get("workers") ?? {};
+  const recipes = docRecipes();
+  const recipe = recipes.get("workers-running") ?? { files: {}, installs: [], tarball: false, commands: [""] };
+  const command = recipe.commands.at(-1) ?? "";
+  // "The install, the test, the Worker and wrangler.toml are the ones above."
+  const {
+    "vitest.config.ts": _config,
+    "test/local-nodes.ts": _setup,
+    ...workers
+  } = recipes.get("workers")?.files ?? {};
 
   it(`passes with npx edge-redlock dev running, and with the nodes stopped says so in one line, before any test and without workerd's flood (${command})`, async () => {
-    const dir = project(
-      "recipe-workers-running",
-      { "package.json": json({ name: "recipe-workers-running", private: true, type: "module" }), ...shared, ...own },
-      RECIPE_LINKS["workers-running"],
-    );
+    const dir = recipeProject("workers-running", recipe, recipes.get("shared")!, { base: workers });
     linkBins(dir);
-    symlinkSync(join(modules, "vitest/vitest.mjs"), join(dir, "node_modules/.bin/vitest"));
     const env = { PATH: `${join(dir, "node_modules/.bin")}:${join(modules, ".bin")}:${process.env.PATH}` };
     const [file, ...args] = command.split(" ");
 
@@ -626,7 +774,7 @@ describe('the "nodes you run yourself" Workers recipe', () => {
     // The control: the same run without the check shows the flood the check spares the user.
     writeFileSync(
       join(dir, "vitest.config.ts"),
-      own["vitest.config.ts"].replace(/\n\s*test: \{ globalSetup: \[[^\]]*\] \},/, ""),
+      recipe.files["vitest.config.ts"].replace(/\n\s*test: \{ globalSetup: \[[^\]]*\] \},/, ""),
     );
     const flood = await run(file, args, { cwd: dir, env });
     expect(flood.code).not.toBe(0);
@@ -757,9 +905,52 @@ function background(
   });
 }
 
-describe("the examples, each as its README says (a copy of the folder beside the tarball)", () => {
-  for (const spec of EXAMPLES) {
-    it(`${spec.name}: install, local nodes, check, serve; the counter holds the lock`, async () => {
+/**
+ * Where an example runs. "clone": in examples/ of a clone after `npm ci` (the clone's node_modules is this
+ * repository's, so its bins, Node 24, deno and bun among them, sit up the tree as they would), run with that
+ * node_modules/.bin first on PATH, as npm scripts and npx run in a clone. "copy": the folder copied out, beside
+ * the tarball, on the Node its README states: the system's when it is at least the README's "Node ≥ x.y" (or the
+ * README names none), else this repository's; deno and bun from this repository.
+ */
+type Place = "clone" | "copy";
+
+function placeExample(name: string, place: Place): { dir: string; env: Record<string, string | undefined> } {
+  const root = join(scratch, place);
+  if (place === "clone" && !readdirSync(scratch).includes("clone")) {
+    mkdirSync(root);
+    symlinkSync(modules, join(root, "node_modules"), "dir");
+    for (const file of ["package.json", "package-lock.json"]) cpSync(join(repo, file), join(root, file));
+  }
+  mkdirSync(root, { recursive: true });
+  cpSync(tarball, join(root, tarball.split("/").pop()!));
+  const dir = join(root, "examples", name);
+  cpSync(join(repo, "examples", name), dir, {
+    recursive: true,
+    filter: (path) => !/\/(node_modules|\.next|\.wrangler)$|\.dev\.vars$|\/\.env(\.local)?$/.test(path),
+  });
+  if (place === "clone") return { dir, env: exampleEnv() };
+
+  const runtimes = join(scratch, "runtimes");
+  if (!readdirSync(scratch).includes("runtimes")) {
+    mkdirSync(runtimes);
+    for (const bin of ["deno", "bun", "bunx"]) symlinkSync(join(modules, ".bin", bin), join(runtimes, bin));
+  }
+  const system = (process.env.PATH ?? "")
+    .split(":")
+    .filter((entry) => !entry.includes("node_modules"))
+    .join(":");
+  const systemNode = spawnSync("node", ["--version"], { env: { PATH: system }, encoding: "utf8" }).stdout ?? "";
+  const [major, minor] = (/^v(\d+)\.(\d+)/.exec(systemNode) ?? [0, 0, 0]).slice(1).map(Number);
+  const stated = /Node ≥ (\d+)(?:\.(\d+))?/.exec(readFileSync(join(dir, "README.md"), "utf8"));
+  const [needMajor, needMinor] = stated ? [Number(stated[1]), Number(stated[2] ?? 0)] : [0, 0];
+  const fits = major > needMajor || (major === needMajor && minor >= needMinor);
+  const node = fits ? [] : [join(modules, "node", "bin")];
+  return { dir, env: { ...exampleEnv(), PATH: [runtimes, ...node, system].join(":") } };
+}
+
+describe("the examples, each as its README says: in a clone after npm ci, and copied out beside the tarball", () => {
+  for (const [spec, place] of EXAMPLES.flatMap((spec) => (["clone", "copy"] as const).map((p) => [spec, p] as const))) {
+    it(`${spec.name} (${place}): install, local nodes, check, serve; the counter holds the lock`, async () => {
       const steps = exampleSteps(spec.name);
       // The README's first step is what beforeAll ran in the repository root (npm ci is this repository's install).
       expect(steps.pack).toEqual(["npm ci && npm pack"]);
@@ -768,13 +959,10 @@ describe("the examples, each as its README says (a copy of the folder beside the
       };
       expect(pkg.dependencies["edge-redlock"]).toBe(`file:../../${tarball.split("/").pop()}`);
 
-      const dir = join(scratch, "examples", spec.name);
-      cpSync(join(repo, "examples", spec.name), dir, {
-        recursive: true,
-        filter: (path) => !/\/(node_modules|\.next|\.wrangler)$|\.dev\.vars$|\/\.env(\.local)?$/.test(path),
-      });
-      const env = exampleEnv();
-      for (const line of steps.install) ok(await run(...splitCommand(line), { cwd: dir, env }), line);
+      const { dir, env } = placeExample(spec.name, place);
+      const node = spawnSync("node", ["--version"], { env: { ...process.env, ...env }, encoding: "utf8" }).stdout;
+      for (const line of steps.install)
+        ok(await run(...splitCommand(line), { cwd: dir, env }), `${line} (in the ${place}, on Node ${node.trim()})`);
 
       const [nodesCommand] = steps.nodes;
       const nodes = await background(nodesCommand.split(" "), {
