@@ -133,7 +133,7 @@ export class RedlockMutex {
       rounds.clock,
       rounds.nodeClock,
       keys.map(lineKey),
-      lineOptions(policy, this.options.nodeTimeout, undefined, rounds.slowRoundMs),
+      lineOptions(policy, this.options.nodeTimeout, { slowRoundMs: rounds.slowRoundMs, woken: rounds.wakeable }),
     );
     const script = fencing ? FENCED_FAIR_ACQUIRE : FAIR_ACQUIRE;
     const roundKeys = [...keys, ...line.queues, ...fenceKeys];

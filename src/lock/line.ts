@@ -200,11 +200,18 @@ export class Line {
 
 /**
  * How an acquisition with `policy` waits in line: woken, with {@link CLAIM_MS} to claim; or with `fair: false`,
- * keeping its place by its retries, so its claim window spans one wait and one round.
+ * keeping its place by its retries, so its claim window spans one wait and one round. A fair waiter whose nodes
+ * cannot subscribe (`woken: false`) asks every `retryDelay ± retryJitter` like a retrier, and takes the same window:
+ * with the shorter one it would miss its turn whenever a release came early in its wait.
  */
-export function lineOptions(policy: RetryPolicy, nodeTimeout: number, kind?: string, slowRoundMs = 0): LineOptions {
+export function lineOptions(
+  policy: RetryPolicy,
+  nodeTimeout: number,
+  { kind, slowRoundMs = 0, woken = true }: { kind?: string; slowRoundMs?: number; woken?: boolean } = {},
+): LineOptions {
   const { maxWait } = policy;
+  const retryWindow = policy.retryDelay + policy.retryJitter + nodeTimeout;
   if (policy.fair || !policy.joins)
-    return { kind, claimMs: Math.max(CLAIM_MS, Math.ceil(2 * slowRoundMs + 20)), maxWait };
-  return { kind, claimMs: policy.retryDelay + policy.retryJitter + nodeTimeout, maxWait, retriesOnly: true };
+    return { kind, claimMs: woken ? Math.max(CLAIM_MS, Math.ceil(2 * slowRoundMs + 20)) : retryWindow, maxWait };
+  return { kind, claimMs: retryWindow, maxWait, retriesOnly: true };
 }

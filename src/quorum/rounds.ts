@@ -34,6 +34,8 @@ export class Rounds {
   readonly nodeClock: NodeClock;
   /** The slowest recent refused round (ms), decaying: a waiter's claim window must fit about two of them. */
   slowRoundMs = 0;
+  /** Whether a waiter can be woken: some node can subscribe. */
+  readonly wakeable: boolean;
 
   constructor(nodes: readonly RedlockNode[], options: Readonly<ResolvedOptions>, secrets: readonly string[]) {
     this.nodes = nodes;
@@ -41,6 +43,7 @@ export class Rounds {
     this.#secrets = secrets;
     this.quorum = quorumOf(nodes.length);
     this.nodeClock = new NodeClock(options.clock);
+    this.wakeable = nodes.some((node) => node.subscribe !== undefined);
   }
 
   get clock(): Clock {

@@ -168,7 +168,11 @@ export class ReadWriteLock {
     const fencing = options.fencing === true;
     if (fencing && kind === "read") throw new InvalidArgumentError("options.fencing", "is for write locks only");
     const read = kind === "read";
-    const how = lineOptions(policy, rounds.options.nodeTimeout, read ? "r" : "w", rounds.slowRoundMs);
+    const how = lineOptions(policy, rounds.options.nodeTimeout, {
+      kind: read ? "r" : "w",
+      slowRoundMs: rounds.slowRoundMs,
+      woken: rounds.wakeable,
+    });
     const line = new Line(rounds.clock, rounds.nodeClock, [keys.queue], how);
     const script = read ? RW_READ_ACQUIRE : fencing ? FENCED_RW_WRITE_ACQUIRE : RW_WRITE_ACQUIRE;
     const roundKeys = [keys.writer, keys.readers, keys.queue, ...(fencing ? [keys.fence] : [])];

@@ -110,7 +110,7 @@ export class Semaphore {
       rounds.clock,
       rounds.nodeClock,
       queues,
-      lineOptions(policy, rounds.options.nodeTimeout, undefined, rounds.slowRoundMs),
+      lineOptions(policy, rounds.options.nodeTimeout, { slowRoundMs: rounds.slowRoundMs, woken: rounds.wakeable }),
     );
     const script = FAIR_SEMAPHORE_ACQUIRE;
     const keys = [...this.#slots, ...line.queues];

@@ -32,6 +32,9 @@ function crashable(nodes: SimNode[]): { nodes: RedlockNode[]; crash(): void } {
         crashed
           ? new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)))
           : sim.run(script, keys, args, signal),
+      // A waiter that can be woken (its claim window is CLAIM_MS); a crashed one hears nothing.
+      subscribe: (channel: string, onMessage: (payload: string) => void, signal: AbortSignal) =>
+        sim.subscribe(channel, (payload) => crashed || onMessage(payload), signal),
     })),
     crash: () => {
       crashed = true;
