@@ -1,5 +1,5 @@
 // What a scenario records per implementation, the ratios between them, and the printed tables.
-import { round, table } from "./stats.ts";
+import { markdownTable, round, table } from "./stats.ts";
 
 export interface Result {
   acquireP50Ms?: number;
@@ -136,16 +136,19 @@ const CAPTIONS: Record<string, string> = {
 };
 
 /** One table per scenario, with the columns that scenario fills. */
-export function render(results: Results): string {
+export function render(results: Results, markdown = false): string {
   const parts: string[] = [];
   for (const [name, byImpl] of Object.entries(results)) {
     const impls = Object.entries(byImpl);
     const columns = COLUMNS.filter(([, key]) => impls.some(([, r]) => r[key] !== undefined));
     const rows = impls.map(([impl, r]) => [impl, ...columns.map(([, key]) => r[key] ?? "")] as (string | number)[]);
     const notes = impls.filter(([, r]) => r.note).map(([impl, r]) => `  ${impl}: ${r.note}`);
-    parts.push(
-      [CAPTIONS[name] ?? name, table(["impl", ...columns.map(([header]) => header)], rows), ...notes].join("\n"),
-    );
+    const header = ["impl", ...columns.map(([head]) => head)];
+    if (markdown) {
+      const [title, ...rest] = (CAPTIONS[name] ?? name).split(": ");
+      const caption = rest.length > 0 ? `**${title}**: ${rest.join(": ")}` : `**${title}**`;
+      parts.push([caption, "", markdownTable(header, rows), ...notes.map((n) => `\n${n.trim()}`)].join("\n"));
+    } else parts.push([CAPTIONS[name] ?? name, table(header, rows), ...notes].join("\n"));
   }
   return parts.join("\n\n");
 }

@@ -3,7 +3,7 @@
 // bench/previous.ts), slow-minority, hung-node, contention, throughput (with a batched floor), many-locks and wan;
 // then the targets judged on this run's figures.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
+import { cpus, loadavg, totalmem } from "node:os";
 import { Redis as IORedis } from "ioredis";
 import { spawnCluster } from "../dev/cluster-process.ts";
 import { bridgesOf } from "./bridges.ts";
@@ -21,7 +21,7 @@ import {
 } from "./impls.ts";
 import { previousImpl } from "./previous.ts";
 import { addRatios, render, type Result, type Results } from "./report.ts";
-import { percentile, round, table } from "./stats.ts";
+import { markdownTable, percentile, round, table } from "./stats.ts";
 import { verdicts } from "./targets.ts";
 import { applyWan, roundTripImpl } from "./wan.ts";
 import { herd, steady, type Counters } from "./fair-contention.ts";
@@ -73,6 +73,7 @@ const record = (scenario: string, impl: string, result: Result) => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const started = performance.now();
+const loadAtStart = loadavg()[0];
 
 // The cluster runs in its own process, so the client CPU measured here is the clients' alone.
 const cluster = await spawnCluster({ nodes: 5, tcpProxy: true });
@@ -548,5 +549,28 @@ if (only) {
     )}\n`,
   );
   process.stdout.write(`wrote bench/results.json (${quick ? "quick" : "full"} run, ${seconds} s)\n`);
+  if (!quick) {
+    // The full run's tables replace the ones docs/PERFORMANCE.md shows, between its two markers.
+    const doc = "docs/PERFORMANCE.md";
+    const [start, end] = ["<!-- the last full run: start -->", "<!-- the last full run: end -->"];
+    const text = readFileSync(doc, "utf8");
+    const from = text.indexOf(start);
+    const to = text.indexOf(end);
+    if (from < 0 || to < from) process.stdout.write(`${doc} has no markers ${start} … ${end}: left as it was\n`);
+    else {
+      const targetsTable = markdownTable(
+        ["target", "measured", "bound", "met"],
+        judged.map((v) => [v.target, v.value.toFixed(3), v.bound, v.met ? "yes" : "NO"]),
+      );
+      const section = [
+        `${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, Node ${machine.node}; \`npm run bench\`, ` +
+          `${seconds} s, load average ${round(loadAtStart, 2)} when it started.`,
+        render(results, true),
+        `**targets** (edge-redlock, ratios from this run)\n\n${targetsTable}`,
+      ].join("\n\n");
+      writeFileSync(doc, `${text.slice(0, from + start.length)}\n${section}\n${text.slice(to)}`);
+      process.stdout.write(`wrote the tables of ${doc}\n`);
+    }
+  }
 }
 process.exit(0);

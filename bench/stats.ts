@@ -10,6 +10,17 @@ export function percentile(samples: number[], p: number): number {
 export const round = (n: number, digits = 2): number => (Number.isFinite(n) ? Number(n.toFixed(digits)) : n);
 
 /** Renders rows as a fixed-width text table. */
+/**
+ * The same table in Markdown, for docs/PERFORMANCE.md.
+ * @example
+ * markdownTable(["impl", "p50"], [["floor", 1.2]]); // "| impl | p50 |\n|---|---|\n| floor | 1.2 |"
+ */
+export function markdownTable(header: string[], rows: (string | number)[][]): string {
+  const line = (row: (string | number)[]) =>
+    `| ${row.map((cell) => (typeof cell === "number" ? String(round(cell)) : (cell ?? ""))).join(" | ")} |`;
+  return [line(header), `|${header.map(() => "---").join("|")}|`, ...rows.map(line)].join("\n");
+}
+
 export function table(header: string[], rows: (string | number)[][]): string {
   const cells = [
     header,
