@@ -61,6 +61,8 @@ export interface LineOptions {
   maxWait?: number;
   /** Keeps its place by its own retries only (`fair: false`): its entry lives `claimMs` past each attempt. */
   retriesOnly?: boolean;
+  /** The widest claim window its rounds may ask for (ms): two rounds cut at nodeTimeout, and a margin. */
+  maxClaimMs?: number;
 }
 
 /**
@@ -127,7 +129,9 @@ export class Line {
    */
   widen(roundMs: number): boolean {
     if (this.#options.retriesOnly) return false;
-    const needed = Math.ceil(2 * roundMs + 20);
+    // A round's requests are cut at nodeTimeout: a slower one means this client stalled (a frozen event loop), and a
+    // window sized by a stall would let a waiter that then dies hold the line up that long.
+    const needed = Math.min(Math.ceil(2 * roundMs + 20), this.#options.maxClaimMs ?? 99_999);
     if (needed <= this.#claimMs) return false;
     this.#claimMs = Math.min(99_999, needed);
     this.#widened = true;
@@ -211,7 +215,10 @@ export function lineOptions(
 ): LineOptions {
   const { maxWait } = policy;
   const retryWindow = policy.retryDelay + policy.retryJitter + nodeTimeout;
-  if (policy.fair || !policy.joins)
-    return { kind, claimMs: woken ? Math.max(CLAIM_MS, Math.ceil(2 * slowRoundMs + 20)) : retryWindow, maxWait };
+  if (policy.fair || !policy.joins) {
+    const maxClaimMs = 2 * nodeTimeout + 20;
+    const claimMs = woken ? Math.max(CLAIM_MS, Math.min(Math.ceil(2 * slowRoundMs + 20), maxClaimMs)) : retryWindow;
+    return { kind, claimMs, maxWait, maxClaimMs: Math.max(claimMs, maxClaimMs) };
+  }
   return { kind, claimMs: retryWindow, maxWait, retriesOnly: true };
 }
