@@ -23,11 +23,12 @@ export const BASELINE =
   DEFAULT_BASELINE;
 
 /**
- * `edge-redlock-previous`, or a reason it cannot run here (no git, or a clone without that commit).
+ * The `Redlock` class of the library at {@link BASELINE}, or a reason it cannot load here (no git, or a clone
+ * without that commit).
  * @example
- * const previous = await previousImpl(cluster.nodes, OPTIONS);
+ * const Previous = await previousRedlock();
  */
-export async function previousImpl(nodes: ClusterNode[], options: ImplOptions): Promise<Impl | string> {
+export async function previousRedlock(): Promise<typeof Redlock | string> {
   const root = fileURLToPath(new URL("..", import.meta.url));
   try {
     // A ref such as origin/main moves: the copy in .tmp/ is named by the commit it resolves to today.
@@ -46,10 +47,21 @@ export async function previousImpl(nodes: ClusterNode[], options: ImplOptions): 
       });
       execFileSync("tar", ["-x", "-C", dir], { input: archive });
     }
-    const previous = (await import(pathToFileURL(entry).href)) as { Redlock: typeof Redlock };
-    return edgeRedlockImpl(nodes, options, "edge-redlock-previous", {}, previous.Redlock);
+    return ((await import(pathToFileURL(entry).href)) as { Redlock: typeof Redlock }).Redlock;
   } catch (error) {
     const why = String((error as Error).message).split("\n")[0];
     return `edge-redlock-previous skipped: ${BASELINE} not available (${why})`;
   }
+}
+
+/**
+ * `edge-redlock-previous`, or a reason it cannot run here (see {@link previousRedlock}).
+ * @example
+ * const previous = await previousImpl(cluster.nodes, OPTIONS);
+ */
+export async function previousImpl(nodes: ClusterNode[], options: ImplOptions): Promise<Impl | string> {
+  const Previous = await previousRedlock();
+  return typeof Previous === "string"
+    ? Previous
+    : edgeRedlockImpl(nodes, options, "edge-redlock-previous", {}, Previous);
 }
