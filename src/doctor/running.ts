@@ -44,14 +44,14 @@ export class LocalNodesNotRunningError extends Error {
  * token; otherwise rejects with a {@link LocalNodesNotRunningError} whose one-line message names the
  * variables, their hosts and the errors, and says how to start the nodes. Web standards only; never
  * prints a token.
- * @param env the variables (`.dev.vars` parsed, `process.env`, a Worker's bindings)
+ * @param env the variables (`.dev.vars` parsed, the process's environment, a Worker's bindings)
  * @param options see {@link CheckLocalNodesOptions}
  * @example
  * ```ts
  * // vitest globalSetup, with nodes from `npx edge-redlock dev` in .dev.vars:
  * import { checkLocalNodes } from "edge-redlock/testing";
  *
- * await checkLocalNodes(process.env, { source: ".dev.vars" }); // throws one clear line when they are not running
+ * await checkLocalNodes(env, { source: ".dev.vars" }); // throws one clear line when they are not running
  * ```
  */
 export async function checkLocalNodes(

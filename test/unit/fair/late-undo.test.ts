@@ -5,20 +5,12 @@
 // others for at most its claim window (200 ms) from its landing; a reader's member stops writers, never readers; a
 // held read lock's releases never carry an entry life.
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, Redlock, type RedlockOptions } from "../../../src/index.ts";
+import { LockAcquisitionError, Redlock } from "../../../src/index.ts";
 import { simCluster, type SimNode, type SimRequest } from "../../sim/sim-node.ts";
 import { VirtualClock } from "../../sim/virtual-clock.ts";
+import { LINE_OF_K, lineWaiters, simSetup } from "../../sim/sim-redlock.ts";
 
-const Q = "edge-redlock:line:k";
-
-function setup(options: RedlockOptions = {}) {
-  const clock = new VirtualClock();
-  const nodes = simCluster(clock);
-  const redlock = new Redlock(nodes, { clock, nodeTimeout: 100, ...options });
-  return { clock, nodes, redlock };
-}
-
-const waiters = (nodes: SimNode[], queue = Q) => nodes.map((n) => n.liveWaiters(queue).length);
+const _Q = LINE_OF_K;
 
 const QUEUE = "edge-redlock:rw:line:doc";
 const WRITER = "edge-redlock:rw:writer:doc";
@@ -26,7 +18,7 @@ const READERS = "edge-redlock:rw:readers:doc";
 
 describe("a fair waiter's REQUEUE that lands after it became the holder", () => {
   it("a REQUEUE that lands after the waiter became the holder: its ticket waits there until the release's LEAVE", async () => {
-    const { clock, nodes, redlock } = setup();
+    const { clock, nodes, redlock } = simSetup();
     for (const n of nodes.slice(1)) n.set("k", "someone-else", 30); // held on 1–4 for 30 ms; node 0 free
     // The undoing of the attempt node 0 granted is cut at nodeTimeout (the waiter retries once it is cut) and lands
     // later; the first fair-acquire to node 0 is slow.
@@ -47,10 +39,10 @@ describe("a fair waiter's REQUEUE that lands after it became the holder", () => 
     expect(requeue?.ranAt).toBeGreaterThan(won.ranAt ?? Infinity); // it ran after the grant that won
     expect(nodes[0].get("k")).toBeUndefined(); // it deleted the earlier attempt's key, never the holder's (elsewhere)
     expect(nodes.slice(1).every((n) => n.get("k") === lock.value)).toBe(true);
-    expect(waiters(nodes)[0]).toBe(1); // the holder's own ticket, back in line on node 0
+    expect(lineWaiters(nodes)[0]).toBe(1); // the holder's own ticket, back in line on node 0
     await clock.run(lock.release());
     await clock.drain();
-    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
+    expect(lineWaiters(nodes)).toEqual([0, 0, 0, 0, 0]);
     expect(nodes.map((n) => n.get("k"))).toEqual(Array(5).fill(undefined));
   });
 });

@@ -4,23 +4,11 @@
 // grant that lands after the round was decided is released; and a waiter that crashed first in line holds the line up
 // for at most its claim window (200 ms) once the resource is free.
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, Redlock, type RedlockNode, type RedlockOptions } from "../../../src/index.ts";
-import { simCluster, type SimNode } from "../../sim/sim-node.ts";
-import { VirtualClock } from "../../sim/virtual-clock.ts";
+import { LockAcquisitionError, Redlock, type RedlockNode } from "../../../src/index.ts";
+import type { SimNode } from "../../sim/sim-node.ts";
+import { LINE_OF_K, holdEverywhere, lineWaiters, simSetup } from "../../sim/sim-redlock.ts";
 
-const Q = "edge-redlock:line:k";
-
-function setup(options: RedlockOptions = {}) {
-  const clock = new VirtualClock();
-  const nodes = simCluster(clock);
-  const redlock = new Redlock(nodes, { clock, nodeTimeout: 100, ...options });
-  return { clock, nodes, redlock };
-}
-
-const waiters = (nodes: SimNode[], queue = Q) => nodes.map((n) => n.liveWaiters(queue).length);
-const hold = (nodes: SimNode[], key: string, ttl: number) => {
-  for (const n of nodes) n.set(key, "someone-else", ttl);
-};
+const Q = LINE_OF_K;
 
 /** `nodes` as a client that can crash: from then on its requests never reach any node. */
 function crashable(nodes: SimNode[]): { nodes: RedlockNode[]; crash(): void } {
@@ -44,22 +32,22 @@ function crashable(nodes: SimNode[]): { nodes: RedlockNode[]; crash(): void } {
 
 describe("fair acquire: leaving the line, and what lands late", () => {
   it("a waiter that gives up leaves the queue on every node", async () => {
-    const { clock, nodes, redlock } = setup();
-    hold(nodes, "k", 5_000);
+    const { clock, nodes, redlock } = simSetup();
+    holdEverywhere(nodes, "k", 5_000);
     const stop = new AbortController();
     const waiting = redlock.acquire(["k"], 1_000, { signal: stop.signal }).catch(() => "gave up");
     await clock.advance(50);
-    expect(waiters(nodes)).toEqual([1, 1, 1, 1, 1]);
+    expect(lineWaiters(nodes)).toEqual([1, 1, 1, 1, 1]);
     stop.abort();
     expect(await clock.run(waiting)).toBe("gave up");
     await clock.drain();
-    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
+    expect(lineWaiters(nodes)).toEqual([0, 0, 0, 0, 0]);
   });
 
   it("an enqueue that lands after the waiter left never grants, and blocks that node for at most a claim window once the resource is free", async () => {
-    const { clock, nodes, redlock } = setup({ nodeTimeout: 100 });
+    const { clock, nodes, redlock } = simSetup({ nodeTimeout: 100 });
     for (const n of nodes) n.deliverLate = true;
-    hold(nodes, "k", 500);
+    holdEverywhere(nodes, "k", 500);
     // Node 4 gets the waiter's second attempt (first in line, it asks once when its stream confirms) very late: it
     // lands after the waiter gave up and left.
     nodes[4].latency = (r) =>
@@ -76,7 +64,7 @@ describe("fair acquire: leaving the line, and what lands late", () => {
     expect(late, "the waiter's second attempt").toBeDefined();
     const leftAt = nodes[4].requests.find((r) => r.script === "leave")?.ranAt ?? Infinity;
     expect(late.ranAt).toBeGreaterThan(leftAt);
-    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 1]);
+    expect(lineWaiters(nodes)).toEqual([0, 0, 0, 0, 1]);
     const [dead] = nodes[4].liveWaiters(Q);
     // Its entry carries the dead waiter's own deadline: 12 s without maxWait.
     expect(nodes[4].queue(Q)!.get(dead)! - nodes[4].time()).toBeGreaterThan(10_000);
@@ -92,13 +80,13 @@ describe("fair acquire: leaving the line, and what lands late", () => {
     expect(nodes[4].liveWaiters(Q)).not.toContain(dead);
     await clock.run(lock.release()); // it leaves node 4's line too, where it had been refused and queued
     await clock.drain();
-    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
+    expect(lineWaiters(nodes)).toEqual([0, 0, 0, 0, 0]);
   });
 
   it("a grant that lands after the round was decided is released (fair-acquire stragglers, leave included)", async () => {
-    const { clock, nodes, redlock } = setup({ nodeTimeout: 100 });
+    const { clock, nodes, redlock } = simSetup({ nodeTimeout: 100 });
     for (const n of nodes) n.deliverLate = true;
-    hold(nodes.slice(0, 3), "k", 5_000);
+    holdEverywhere(nodes.slice(0, 3), "k", 5_000);
     nodes[4].latency = 300; // its grant lands after the round (decided by three refusals) and after the give-up
     const error = await clock.run(redlock.acquire(["k"], 1_000, { retryCount: 0 })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockAcquisitionError);
@@ -108,7 +96,7 @@ describe("fair acquire: leaving the line, and what lands late", () => {
   });
 
   it("a crashed first-in-line waiter holds the line up for at most its claim window (200 ms) once the resource is free", async () => {
-    const { clock, nodes } = setup();
+    const { clock, nodes } = simSetup();
     const holder = await clock.run(new Redlock(nodes, { clock, nodeTimeout: 100 }).acquire(["k"], 5_000));
     const a = crashable(nodes);
     void new Redlock(a.nodes, { clock, nodeTimeout: 100 }).acquire(["k"], 1_000).catch(() => {});
@@ -117,7 +105,7 @@ describe("fair acquire: leaving the line, and what lands late", () => {
     await clock.advance(20);
     a.crash();
     await clock.advance(5); // its last requests (latency 1) have landed: it is a waiter, not a holder
-    expect(waiters(nodes), "A (dead, first) and B wait").toEqual([2, 2, 2, 2, 2]);
+    expect(lineWaiters(nodes), "A (dead, first) and B wait").toEqual([2, 2, 2, 2, 2]);
     // B's first wait (its streams not yet confirmed) is at most retryDelay + retryJitter; then it listens.
     await clock.advance(400 - clock.now());
     const freedAt = clock.now();
@@ -130,13 +118,13 @@ describe("fair acquire: leaving the line, and what lands late", () => {
   });
 
   it("a released fair lock leaves its ticket nowhere, even where a node had denied and queued it", async () => {
-    const { clock, nodes, redlock } = setup();
+    const { clock, nodes, redlock } = simSetup();
     nodes[4].set("k", "someone-else", 60);
     const lock = await clock.run(redlock.acquire(["k"], 1_000));
     await clock.advance(0);
-    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 1]);
+    expect(lineWaiters(nodes)).toEqual([0, 0, 0, 0, 1]);
     await clock.run(lock.release());
     await clock.drain();
-    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
+    expect(lineWaiters(nodes)).toEqual([0, 0, 0, 0, 0]);
   });
 });

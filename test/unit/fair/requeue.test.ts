@@ -4,21 +4,13 @@
 // was refused nothing was set and nothing is undone. A waiter that can never reach a quorum keeps nobody out: judged on
 // the round's failures (also when a refusal decided the round early), its grants are undone with RELEASE.
 import { describe, expect, it } from "vitest";
-import { Redlock, type RedlockNode, type RedlockOptions } from "../../../src/index.ts";
+import { Redlock, type RedlockNode } from "../../../src/index.ts";
 import { simCluster, type SimNode } from "../../sim/sim-node.ts";
 import { VirtualClock } from "../../sim/virtual-clock.ts";
 import { watchRequeues } from "../../sim/watch-requeue.ts";
+import { LINE_OF_K, lineWaiters, simSetup } from "../../sim/sim-redlock.ts";
 
-const Q = "edge-redlock:line:k";
-
-function setup(options: RedlockOptions = {}) {
-  const clock = new VirtualClock();
-  const nodes = simCluster(clock);
-  const redlock = new Redlock(nodes, { clock, nodeTimeout: 100, ...options });
-  return { clock, nodes, redlock };
-}
-
-const waiters = (nodes: SimNode[], queue = Q) => nodes.map((n) => n.liveWaiters(queue).length);
+const Q = LINE_OF_K;
 
 function watchedSetup(queue: string, isRequeue?: Parameters<typeof watchRequeues>[2]) {
   const clock = new VirtualClock();
@@ -29,7 +21,7 @@ function watchedSetup(queue: string, isRequeue?: Parameters<typeof watchRequeues
 
 describe("fair acquire: a failed attempt keeps the waiter's place", () => {
   it("where the attempt was granted, its undoing puts the ticket back in line (a grant took it out)", async () => {
-    const { clock, nodes } = setup();
+    const { clock, nodes } = simSetup();
     for (const n of nodes.slice(2)) n.set("k", "someone-else", 300); // nodes 0 and 1 free: they grant, 2–4 refuse
     const { own, afterRequeue } = watchRequeues(nodes, Q);
     const lock = await clock.run(
@@ -42,7 +34,7 @@ describe("fair acquire: a failed attempt keeps the waiter's place", () => {
     expect(afterRequeue.slice(2).flat()).toEqual([]); // where it was refused it was never granted: nothing to undo
     await clock.run(lock.release());
     await clock.drain();
-    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
+    expect(lineWaiters(nodes)).toEqual([0, 0, 0, 0, 0]);
   });
 });
 

@@ -5,31 +5,20 @@
 // lapses while it waits (without maxWait it asks at least every 10 s, and its entry lives 12 s). docs/SAFETY.md,
 // "Fair waiting", lists who may touch each key.
 import { describe, expect, it } from "vitest";
-import { LockAcquisitionError, Redlock, type RedlockNode, type RedlockOptions } from "../../../src/index.ts";
-import { simCluster, type SimNode } from "../../sim/sim-node.ts";
+import { LockAcquisitionError, Redlock, type RedlockNode } from "../../../src/index.ts";
+import { simCluster } from "../../sim/sim-node.ts";
 import { VirtualClock } from "../../sim/virtual-clock.ts";
+import { LINE_OF_K, holdEverywhere, lineWaiters, simSetup } from "../../sim/sim-redlock.ts";
 
-const Q = "edge-redlock:line:k";
-
-function setup(options: RedlockOptions = {}) {
-  const clock = new VirtualClock();
-  const nodes = simCluster(clock);
-  const redlock = new Redlock(nodes, { clock, nodeTimeout: 100, ...options });
-  return { clock, nodes, redlock };
-}
-
-const waiters = (nodes: SimNode[], queue = Q) => nodes.map((n) => n.liveWaiters(queue).length);
-const hold = (nodes: SimNode[], key: string, ttl: number) => {
-  for (const n of nodes) n.set(key, "someone-else", ttl);
-};
+const Q = LINE_OF_K;
 
 describe("fair acquire: the uncontended path", () => {
   it("costs one request per node and leaves no queue behind", async () => {
-    const { clock, nodes, redlock } = setup();
+    const { clock, nodes, redlock } = simSetup();
     const lock = await clock.run(redlock.acquire(["k"], 1_000));
     await clock.drain();
     expect(nodes.map((n) => n.requests.map((r) => r.script))).toEqual(Array(5).fill(["fair-acquire"]));
-    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]);
+    expect(lineWaiters(nodes)).toEqual([0, 0, 0, 0, 0]);
     await clock.run(lock.release());
     await clock.drain();
     expect(nodes.map((n) => n.get("k"))).toEqual(Array(5).fill(undefined));
@@ -38,8 +27,8 @@ describe("fair acquire: the uncontended path", () => {
 
 describe("fair acquire: informed waits", () => {
   it("waits out maxWait even when a quorum reports the holder past it: its last attempt, at maxWait, finds a holder gone early", async () => {
-    const { clock, nodes, redlock } = setup();
-    hold(nodes, "k", 5_000);
+    const { clock, nodes, redlock } = simSetup();
+    holdEverywhere(nodes, "k", 5_000);
     // The holder's keys go after 400 ms, long before their PTTL ends, without a release (nobody is woken).
     void clock.sleep(400).then(() => {
       for (const n of nodes) n.delete("k");
@@ -53,17 +42,17 @@ describe("fair acquire: informed waits", () => {
   });
 
   it("gives up once maxWait is spent, and leaves the line", async () => {
-    const { clock, nodes, redlock } = setup();
-    hold(nodes, "k", 5_000);
+    const { clock, nodes, redlock } = simSetup();
+    holdEverywhere(nodes, "k", 5_000);
     const error = await clock.run(redlock.acquire(["k"], 1_000, { maxWait: 600 })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockAcquisitionError);
     expect(clock.now()).toBeLessThanOrEqual(600 + 100);
     await clock.drain();
-    expect(waiters(nodes)).toEqual([0, 0, 0, 0, 0]); // it left the line
+    expect(lineWaiters(nodes)).toEqual([0, 0, 0, 0, 0]); // it left the line
   });
 
   it("does not give up on the holder's time when only a minority reported it", async () => {
-    const { clock, nodes, redlock } = setup();
+    const { clock, nodes, redlock } = simSetup();
     for (const n of nodes.slice(0, 2)) n.set("k", "someone-else", 5_000);
     for (const n of nodes.slice(2)) n.mode = "down";
     const error = (await clock
@@ -73,16 +62,16 @@ describe("fair acquire: informed waits", () => {
   });
 
   it("the first in line asks again within a round trip or two; the holder's expiry bounds every wait", async () => {
-    const { clock, nodes, redlock } = setup();
+    const { clock, nodes, redlock } = simSetup();
     for (const n of nodes) n.latency = 5;
-    hold(nodes, "k", 120);
+    holdEverywhere(nodes, "k", 120);
     const lock = await clock.run(redlock.acquire(["k"], 1_000));
     expect(clock.now()).toBeLessThan(120 + 5 + 40 + 10);
     expect(lock.attempts).toBeGreaterThan(1);
   });
 
   it("after a split vote the partial grants are released before a quick retry, and a winner comes by round two", async () => {
-    const { clock, nodes } = setup();
+    const { clock, nodes } = simSetup();
     // Three contenders start at once on a free key; node i runs contender first[i]'s request first: 2-2-1.
     const first = [0, 0, 1, 1, 2];
     const contenders = [0, 1, 2].map((c) => {
@@ -113,7 +102,7 @@ describe("fair acquire: informed waits", () => {
 
 describe("fair acquire: several resources", () => {
   it("clients that lock overlapping sets in opposite orders all finish: the global ticket order rules out deadlock", async () => {
-    const { clock, nodes } = setup();
+    const { clock, nodes } = simSetup();
     for (const [i, n] of nodes.entries()) n.latency = (r) => 1 + ((r.sentAt + i) % 7);
     const sets = [["x", "y"], ["y", "x"], ["y", "z"], ["z", "x"], ["x"]];
     let sections = 0;

@@ -3,16 +3,9 @@
 // goes down (LockExtensionError), at the expiry while an extension still hangs, at maxHold (MaxHoldError, no further
 // extension), and passes the caller's abort on.
 import { describe, expect, it } from "vitest";
-import { LockExtensionError, MaxHoldError, Redlock, type RedlockOptions } from "../../../src/index.ts";
-import { simCluster } from "../../sim/sim-node.ts";
-import { VirtualClock } from "../../sim/virtual-clock.ts";
-
-function setup(options: RedlockOptions = {}) {
-  const clock = new VirtualClock();
-  const nodes = simCluster(clock);
-  const redlock = new Redlock(nodes, { clock, nodeTimeout: 100, ...options });
-  return { clock, nodes, redlock };
-}
+import { LockExtensionError, MaxHoldError } from "../../../src/index.ts";
+import type { VirtualClock } from "../../sim/virtual-clock.ts";
+import { simSetup } from "../../sim/sim-redlock.ts";
 
 /** A routine that waits `ms` of virtual time or until its signal aborts, and reports which. */
 const waitOrAbort =
@@ -25,7 +18,7 @@ const waitOrAbort =
 
 describe("using", () => {
   it("extends before validity runs out, each time half the ttl is left, and releases at the end", async () => {
-    const { clock, nodes, redlock } = setup();
+    const { clock, nodes, redlock } = simSetup();
     const result = await clock.run(redlock.using(["job"], 1_000, waitOrAbort(clock, 2_600)));
     expect(result.aborted).toBe(false);
     const extends_ = nodes[0].requests.filter((r) => r.script === "extend").map((r) => r.sentAt);
@@ -37,7 +30,7 @@ describe("using", () => {
   });
 
   it("aborts the routine's signal with LockExtensionError when a majority goes down mid-routine", async () => {
-    const { clock, nodes, redlock } = setup();
+    const { clock, nodes, redlock } = simSetup();
     clock.schedule(700, () => {
       for (const n of nodes.slice(0, 3)) n.mode = "down";
     });
@@ -49,7 +42,7 @@ describe("using", () => {
   });
 
   it("aborts at the expiry, as a safety net, while an extension round is still hanging", async () => {
-    const { clock, nodes, redlock } = setup({ nodeTimeout: 300 });
+    const { clock, nodes, redlock } = simSetup({ nodeTimeout: 300 });
     let deadline = 0;
     const routine = async (signal: AbortSignal, lock: { validityMs: number }) => {
       deadline = clock.now() + lock.validityMs;
@@ -63,7 +56,7 @@ describe("using", () => {
   });
 
   it("aborts with MaxHoldError when maxHold is reached, and stops extending", async () => {
-    const { clock, nodes, redlock } = setup();
+    const { clock, nodes, redlock } = simSetup();
     const result = await clock.run(redlock.using(["job"], 1_000, waitOrAbort(clock, 10_000), { maxHold: 1_700 }));
     expect(result.reason).toBeInstanceOf(MaxHoldError);
     expect(result.at).toBe(1 + 1_700);
@@ -71,7 +64,7 @@ describe("using", () => {
   });
 
   it("releases when the routine throws and rethrows its error", async () => {
-    const { clock, nodes, redlock } = setup();
+    const { clock, nodes, redlock } = simSetup();
     const boom = new Error("routine failed");
     const outcome = clock.run(
       redlock.using(["job"], 1_000, async () => {
@@ -85,7 +78,7 @@ describe("using", () => {
   });
 
   it("passes the caller's abort on to the routine", async () => {
-    const { clock, redlock } = setup();
+    const { clock, redlock } = simSetup();
     const controller = new AbortController();
     clock.schedule(300, () => controller.abort(new Error("shutdown")));
     const result = await clock.run(
@@ -96,7 +89,7 @@ describe("using", () => {
   });
 
   it("releases at the end of an `await using` scope", async () => {
-    const { clock, nodes, redlock } = setup();
+    const { clock, nodes, redlock } = simSetup();
     await clock.run(
       (async () => {
         await using lock = await redlock.acquire(["scoped"], 1_000);
