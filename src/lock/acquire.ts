@@ -371,7 +371,9 @@ async function attempt<T extends Lock>(
     rounds.slowRoundMs = Math.max(roundMs, 0.9 * rounds.slowRoundMs);
     // A ticket a quorum found out of step with its clock: the nodes' time is learned, the ticket renewed. A waiter
     // whose rounds are too slow for its claim window takes a wider one in the same place.
-    const outOfStep = line !== undefined && (await line.learn(grant.round, rounds.quorum));
+    const outOfStep =
+      line !== undefined &&
+      (await line.learn(grant.round, rounds.quorum, { start: grant.start, nodeTimeout: rounds.options.nodeTimeout }));
     if (outOfStep && !waiter) line?.renew();
     const stale = outOfStep || (waiter !== undefined && grant.round.granted === 0 && waiter.widen(roundMs));
     // Its undo asks every node that did not refuse; a waiter's missed turn or stale ticket asks all.

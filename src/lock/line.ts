@@ -71,6 +71,9 @@ export interface LineOptions {
  */
 const CLOCK_RENEWALS = 1;
 
+/** How far past its nodeTimeout a round may end (timers, parsing) before its times count as stale (ms). */
+const STALE_SLACK_MS = 50;
+
 /**
  * One acquisition's place in line: a ticket fixed at its first attempt and sent unchanged to every node on every
  * attempt, timed by the nodes' clock. Its form: 16 digits of epoch ms, 16 hex digits of randomness, 5 digits of the
@@ -159,9 +162,14 @@ export class Line {
    * client far off while another re-acquires at once may never meet a quorum of refusals. A minority of nodes with
    * clocks of their own then costs an honest waiter one renewal, not its place. A round decided before every node
    * answered (a failed node and two such refusals decide it) may hold the rest in its late answers: they are waited
-   * for (each within its nodeTimeout).
+   * for (each within its nodeTimeout). Times that reached a client stalled past `nodeTimeout` since `start` (a
+   * frozen event loop) are stale by the stall: they are not learned, and the next round, not stalled, teaches them.
    */
-  async learn(round: Round, quorum: number): Promise<boolean> {
+  async learn(
+    round: Round,
+    quorum: number,
+    { start, nodeTimeout }: { start: number; nodeTimeout: number },
+  ): Promise<boolean> {
     if (this.#clockRenewals >= CLOCK_RENEWALS) return false;
     const timeOf = (vote: Vote | NodeVote) =>
       vote.outcome === "denied" && vote.nodeTime !== undefined ? [vote.nodeTime] : [];
@@ -169,7 +177,7 @@ export class Line {
     if (votes.some((v) => timeOf(v).length > 0) && votes.some((v) => v.outcome === "unanswered"))
       votes = await Promise.all(round.votes.map((v) => (v.outcome === "unanswered" ? round.settled[v.node] : v)));
     const times = votes.flatMap(timeOf);
-    if (times.length === 0) return false;
+    if (times.length === 0 || this.#clock.now() - start > nodeTimeout + STALE_SLACK_MS) return false;
     if (times.length < quorum) {
       const granted = votes.filter((v) => v.outcome === "granted").length;
       if (this.#learnedFromFew || granted + times.length < quorum) return false;

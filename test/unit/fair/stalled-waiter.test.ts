@@ -1,11 +1,13 @@
 // A waiter whose rounds look slow widens its claim window to fit two of them, but never past what two rounds can
 // take when their requests are cut at nodeTimeout: a slower round means the client itself stalled (a frozen event
 // loop), and a window sized by a stall would let the waiter, should it then die first in line, hold everyone behind
-// it up for that long. Once past the stall, its window is at most 2 × nodeTimeout + 20 ms.
+// it up for that long. Once past the stall, its window is at most 2 × nodeTimeout + 20 ms. The nodes' time that a
+// clock refusal brings is stale by the stall too: it is learned from the next round, one that did not stall.
 import { describe, expect, it } from "vitest";
 import { CLAIM_MS, Line, lineOptions } from "../../../src/lock/line.ts";
 import type { RetryPolicy } from "../../../src/options.ts";
-import { NodeClock } from "../../../src/support/clock.ts";
+import type { Round } from "../../../src/quorum/fan-out.ts";
+import { NodeClock, type Clock } from "../../../src/support/clock.ts";
 import { VirtualClock } from "../../sim/virtual-clock.ts";
 
 const policy: RetryPolicy = {
@@ -47,5 +49,37 @@ describe("a waiter's claim window after a stall", () => {
     expect(line(1_500).claimMs).toBe(2 * NODE_TIMEOUT + 20);
     expect(line(50).claimMs).toBe(CLAIM_MS);
     expect(line(300).claimMs).toBe(620);
+  });
+});
+
+describe("the nodes' time learned after a stall", () => {
+  const HOUR = 3_600_000;
+  /** Five nodes that refused a ticket as out of step, each answering its time (the client runs an hour behind). */
+  const refusedBy = (nodeTime: number): Round => {
+    const votes = [0, 1, 2, 3, 4].map((node) => ({ node, outcome: "denied" as const, position: -1, nodeTime }));
+    return { granted: 0, denied: 5, errors: 0, votes, settled: votes.map((v) => Promise.resolve(v)) };
+  };
+
+  it("is not learned from a round whose replies reached the client 1.5 s late; the next round's is", async () => {
+    const clock = new VirtualClock();
+    const behind: Clock = {
+      now: () => clock.now(),
+      epoch: () => clock.epoch() - HOUR,
+      sleep: (ms, signal) => clock.sleep(ms, signal),
+      timeout: (ms) => clock.timeout(ms),
+    };
+    const nodeClock = new NodeClock(behind);
+    const waiter = new Line(clock, nodeClock, ["q"], lineOptions(policy, NODE_TIMEOUT));
+    const start = clock.now();
+    const answered = clock.epoch();
+    await clock.advance(1_500); // the replies were read only after the stall
+    expect(await waiter.learn(refusedBy(answered), 3, { start, nodeTimeout: NODE_TIMEOUT })).toBe(false);
+    // Learned, the stale time would put every ticket 1.5 s behind the nodes: out of step for good.
+    const next = clock.now();
+    await clock.advance(20);
+    expect(await waiter.learn(refusedBy(clock.epoch()), 3, { start: next, nodeTimeout: NODE_TIMEOUT })).toBe(true);
+    expect(Math.abs(nodeClock.epoch() - clock.epoch())).toBeLessThan(50);
+    waiter.requeue(true).renew();
+    expect(Math.abs(Number(waiter.ticket.slice(0, 16)) - clock.epoch())).toBeLessThan(50);
   });
 });
