@@ -168,7 +168,9 @@ export async function acquire<T extends Lock>(
           report.retry(outcome.failed, delay, ahead === undefined ? undefined : ahead + 1);
         }
         if (outcome.settleFirst) await outcome.cleanup;
-        await (waker && failures === 0 ? waker.sleep(delay) : clock.sleep(delay, signal));
+        await (waker && failures === 0
+          ? waker.sleep(delay, longestSleep(policy, elapsed))
+          : clock.sleep(delay, signal));
       }
     } finally {
       waker?.close();
@@ -213,6 +215,17 @@ function informedWait(failed: Failed, waker: Waker, policy: RetryPolicy, line: L
     cap,
     random: randomUnit,
   });
+}
+
+/**
+ * The longest a woken waiter may sleep from now, however long a wakeup says the resource stays taken: until its
+ * `maxWait` is over (then it asks once more), within what its retries buy without one, and never past its entry's
+ * heartbeat without `maxWait`.
+ */
+function longestSleep(policy: RetryPolicy, elapsed: number): number {
+  if (policy.maxWait !== undefined) return Math.max(0, policy.maxWait - elapsed);
+  const bought = policy.retryCount === -1 ? HEARTBEAT_MS : policy.retryCount * policy.retryDelay - elapsed;
+  return Math.max(0, Math.min(HEARTBEAT_MS, bought));
 }
 
 /** How far the wait after failing nodes grows: up to this many times `retryDelay`. */

@@ -4,7 +4,7 @@ import type { RedlockNode } from "../node/node.ts";
 import type { NodeVote } from "../scripts/vote.ts";
 import { WAKE_PREFIX } from "../scripts/queue.ts";
 import { anySignal, type Clock } from "../support/clock.ts";
-import { toHex } from "../support/random.ts";
+import { randomUnit, toHex } from "../support/random.ts";
 
 /**
  * How many nodes a waiter listens on. Two: one node down or one stream cut still leaves a wakeup to hear, and it
@@ -14,6 +14,9 @@ export const LISTENED_NODES = 2;
 
 /** How many times one acquisition subscribes at most (its first refusal, then after streams were cut). */
 const SUBSCRIBE_ROUNDS = 3;
+
+/** Random spread on a sleep a wakeup made longer, so the waiters it reached do not ask in lockstep (ms). */
+const EXTEND_JITTER_MS = 5;
 
 /** After the claimers' windows, the next in line waits this much more before it asks (ms). */
 const NEXT_MARGIN_MS = 20;
@@ -36,20 +39,30 @@ export async function wakeChannel(lineKey: string): Promise<string> {
  * free for it), `next` after `afterMs` (it follows the claimers: it asks once their windows are over, so a claimer
  * that died is skipped), `behind` after `afterMs` (it is further back: it asks once the claimers' and the next one's
  * windows are over, so two that died in a row do not leave it waiting for the holder's time), or `held` (someone
- * claimed: any watch is over).
+ * claimed: any watch is over; `holdMs`, when the grant said it, bounds how long the resource stays taken unless a
+ * release, which publishes, frees it sooner).
  * @example
  * ```ts
  * readWakeup("1 A00200 B00200", "B00200"); // { next: 220, after: "A00200" }
+ * readWakeup("0 B00200 +2000", "B00200"); // { held: true, holdMs: 2000 }
  * ```
  */
 export function readWakeup(
   payload: string,
   ticket: string,
-): { claim: true } | { next: number; after: string } | { behind: number; after: string } | { held: true } | undefined {
+):
+  | { claim: true }
+  | { next: number; after: string }
+  | { behind: number; after: string }
+  | { held: true; holdMs?: number }
+  | undefined {
   const words = payload.split(" ");
   const claimers = Number(words[0]);
   if (!Number.isInteger(claimers) || claimers < 0) return undefined;
-  if (claimers === 0) return { held: true };
+  if (claimers === 0) {
+    const hold = words.length > 2 && words[words.length - 1].startsWith("+") ? Number(words[words.length - 1]) : NaN;
+    return Number.isFinite(hold) && hold > 0 ? { held: true, holdMs: hold } : { held: true };
+  }
   const listed = words.slice(1);
   const at = listed.indexOf(ticket);
   if (at >= 0 && at < claimers) return { claim: true };
@@ -88,6 +101,8 @@ export class Waker {
   /** A wakeup that named this waiter came while it was not sleeping: the next sleep ends at once. */
   #pending = false;
   #wake: (() => void) | undefined;
+  /** While sleeping: moves the sleep's end to `holdMs` from now, within the sleep's limit. */
+  #extend: ((holdMs: number) => void) | undefined;
   #watch: AbortController | undefined;
   /** Whose claim windows the watch waits out. */
   #watchAfter = "";
@@ -169,8 +184,13 @@ export class Waker {
     if ("claim" in meaning) {
       this.#clearWatch();
       this.#ring();
-    } else if ("held" in meaning) this.#clearWatch();
-    else this.#watchFor("next" in meaning ? meaning.next : meaning.behind, meaning.after);
+    } else if ("held" in meaning) {
+      this.#clearWatch();
+      // Someone just took the resource for up to holdMs: a waiter that would ask sooner (after the head's claim
+      // window, when only the line stood in its way) asks then at the latest, or when a release wakes it. Not the
+      // first in line: a late copy of an older grant's wakeup must not cost it its turn.
+      if (meaning.holdMs !== undefined && !this.head) this.#extend?.(meaning.holdMs);
+    } else this.#watchFor("next" in meaning ? meaning.next : meaning.behind, meaning.after);
   }
 
   /** Asks once `ms` have passed, unless someone claims first; the same claimers again do not move the watch. */
@@ -199,26 +219,33 @@ export class Waker {
 
   /**
    * Waits `ms`, or less: until a wakeup names this waiter (or came since the last sleep), or its last stream ends.
-   * Rejects with the signal's reason when it aborts.
+   * A wakeup that says the resource was just taken for a while may make it longer, up to `limit` ms in all. Rejects
+   * with the signal's reason when it aborts.
    */
-  sleep(ms: number): Promise<void> {
+  async sleep(ms: number, limit = ms): Promise<void> {
     const { clock, signal } = this.#options;
     if (this.#pending) {
       this.#pending = false;
-      return Promise.resolve();
+      return;
     }
+    const start = clock.now();
+    let end = start + ms;
     const early = new AbortController();
     this.#wake = () => early.abort();
+    this.#extend = (holdMs) => {
+      end = Math.max(end, Math.min(start + limit, clock.now() + holdMs + EXTEND_JITTER_MS * randomUnit()));
+    };
     const both = anySignal([signal, early.signal]);
-    return clock.sleep(ms, both).then(
-      () => {
-        this.#wake = undefined;
-      },
-      (error: unknown) => {
-        this.#wake = undefined;
-        if (signal?.aborted) throw error;
-      },
-    );
+    try {
+      await clock.sleep(ms, both);
+      // The timer is not moved when the end moves: once it fires, the rest is slept.
+      while (!early.signal.aborted && clock.now() < end - 1) await clock.sleep(end - clock.now(), both);
+    } catch (error) {
+      if (signal?.aborted) throw error;
+    } finally {
+      this.#wake = undefined;
+      this.#extend = undefined;
+    }
   }
 
   /** Ends every subscription and watch. */

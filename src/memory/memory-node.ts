@@ -678,7 +678,7 @@ export class MemoryNode implements RedlockNode {
     }
     for (let i = 1; i <= n; i++) this.#zrem(at(keys, n + i), ticket);
     const fence = this.#take(keys, args, n, 2 * n);
-    if (waiting) for (let i = 1; i <= n; i++) this.#wake(at(keys, n + i), 0, now);
+    if (waiting) for (let i = 1; i <= n; i++) this.#wake(at(keys, n + i), 0, now, args[1]);
     return fence === undefined ? [1] : [1, fence];
   }
 
@@ -784,7 +784,7 @@ export class MemoryNode implements RedlockNode {
     }
     this.#zrem(q, member);
     this.#setPx(keys[0], args[0], args[1]);
-    if (waiting > 0) this.#wake(q, 0, now);
+    if (waiting > 0) this.#wake(q, 0, now, args[1]);
     if (keys[3] !== undefined) return [1, String(this.#advanceCounter(keys[3]))];
     return [1];
   }
@@ -884,10 +884,11 @@ export class MemoryNode implements RedlockNode {
   }
 
   /**
-   * Lua `wake(q, claimers)`: when someone waits, the first `claimers` (undefined: the run of readers at the head, or
-   * the head) have their deadlines shrunk to their claim window, and `"<claimers> <ticket> …"` is published.
+   * Lua `wake(q, claimers, hold)`: when someone waits, the first `claimers` (undefined: the run of readers at the
+   * head, or the head) have their deadlines shrunk to their claim window, and `"<claimers> <ticket> …"` is published
+   * (with `+<hold>` after a grant for at most `hold` ms).
    */
-  #wake(q: string | undefined, claimers: number | undefined, now: number): void {
+  #wake(q: string | undefined, claimers: number | undefined, now: number, hold?: string): void {
     const m = this.#lineSorted(q, now);
     if (m.length === 0) return;
     let c = claimers;
@@ -909,7 +910,8 @@ export class MemoryNode implements RedlockNode {
       if (this.#zscore(q, m[i - 1])! > by) this.#zadd(q, by, m[i - 1]);
     }
     if (c > 0) this.#lineKeep(arg(q), now);
-    this.publish(WAKE_PREFIX + sha1Hex(arg(q)).slice(0, 20), `${c} ${shown.join(" ")}`);
+    const payload = `${c} ${shown.join(" ")}${c === 0 && hold !== undefined ? ` +${hold}` : ""}`;
+    this.publish(WAKE_PREFIX + sha1Hex(arg(q)).slice(0, 20), payload);
   }
 
   /** `rw_wake(q, readers)`: while readers hold, only the run of readers at the head may claim (0: a writer waits). */

@@ -52,7 +52,7 @@ end
 for i = 1, n do line_leave(KEYS[n + i], ticket) end
 local fence = take(n, 2 * n)
 if waiting then
-  for i = 1, n do wake(KEYS[n + i], 0) end
+  for i = 1, n do wake(KEYS[n + i], 0, ARGV[2]) end
 end
 if fence then return {1, fence} end
 return {1}`,

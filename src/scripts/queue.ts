@@ -22,10 +22,11 @@ const SHOWN = 8;
  * - `enqueue(q, ticket, life)`: joins or refreshes with a deadline `life` ms from now; `line_leave(q, ticket)` takes
  *   it out. Whatever adds, removes, drops or shrinks an entry keeps the key {@link LINE_LINGER_MS} past its last
  *   deadline (`line_keep`).
- * - `wake(q, claimers)`: when someone waits, publishes `"<claimers> <ticket> …"` on the line's channel: the
+ * - `wake(q, claimers, hold)`: when someone waits, publishes `"<claimers> <ticket> …"` on the line's channel: the
  *   first `claimers` (0: the resource is held; nil: free, the head or its run of readers) must claim within their
  *   window (the 5 digits after the ticket's 32), so their deadlines shrink to it; the one listed after them learns it
- *   is next.
+ *   is next. A grant that holds the resource for `hold` ms at most (its ttl) adds `+<hold>`: until then only a
+ *   release, which publishes, can free it.
  */
 export const LINE = `local NOW = (function()
   local t = redis.call("TIME")
@@ -61,7 +62,7 @@ local function enqueue(q, ticket, life)
   redis.call("ZADD", q, NOW + life, ticket)
   line_keep(q)
 end
-local function wake(q, claimers)
+local function wake(q, claimers, hold)
   local m = line_sorted(q)
   if #m == 0 then return end
   if claimers == nil then
@@ -83,6 +84,8 @@ local function wake(q, claimers)
   end
   if claimers > 0 then line_keep(q) end
   local channel = "${WAKE_PREFIX}" .. string.sub(redis.sha1hex(q), 1, 20)
-  redis.call("PUBLISH", channel, claimers .. " " .. table.concat(shown, " "))
+  local payload = claimers .. " " .. table.concat(shown, " ")
+  if claimers == 0 and hold then payload = payload .. " +" .. hold end
+  redis.call("PUBLISH", channel, payload)
 end
 `;

@@ -113,7 +113,7 @@ if held or ahead > 0 then
 end
 line_leave(q, member)
 redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-if waiting > 0 then wake(q, 0) end
+if waiting > 0 then wake(q, 0, ARGV[2]) end
 if KEYS[4] then
   local t = redis.call("TIME")
   local clock = t[1] .. string.format("%06d", tonumber(t[2]))

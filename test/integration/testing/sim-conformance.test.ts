@@ -418,7 +418,7 @@ const sequences: [string, Sequence][] = [
         fair(MINE, T1),
         fair(X, T2),
       ],
-      wakeups: { [LA]: [`1 ${T1} ${T2}`, `0 ${T2}`] },
+      wakeups: { [LA]: [`1 ${T1} ${T2}`, `0 ${T2} +5000`] },
     }),
   ],
   [
@@ -440,7 +440,7 @@ const sequences: [string, Sequence][] = [
     "a smaller ticket not yet queued here is first anyway",
     ({ T1, T3 }) => ({
       steps: [{ set: "a", value: OTHER, ttl: 4000 }, fair(X, T3), { del: "a" }, fair(MINE, T1)],
-      wakeups: { [LA]: [`0 ${T3}`] },
+      wakeups: { [LA]: [`0 ${T3} +5000`] },
     }),
   ],
   [
@@ -465,7 +465,7 @@ const sequences: [string, Sequence][] = [
         fair(X, T2, { keys: ["a", "b", LA, LB] }),
         fair(MINE, T1, { keys: ["b", LB] }),
       ],
-      wakeups: { [LA]: [`1 ${T2}`], [LB]: [`1 ${T1} ${T2}`, `0 ${T2}`] },
+      wakeups: { [LA]: [`1 ${T2}`], [LB]: [`1 ${T1} ${T2}`, `0 ${T2} +5000`] },
     }),
   ],
   [
@@ -484,14 +484,14 @@ const sequences: [string, Sequence][] = [
         fair(X, T2),
         leave(X, T2),
       ],
-      wakeups: { [LA]: [`1 ${T2} ${T3}`, `0 ${T3}`, `1 ${T3}`] },
+      wakeups: { [LA]: [`1 ${T2} ${T3}`, `0 ${T3} +5000`, `1 ${T3}`] },
     }),
   ],
   [
     "requeue: releases the value and puts the granted ticket back first in line, woken to claim",
     ({ T1, T2 }) => ({
       steps: [fair(MINE, T1), requeue(MINE, T1), fair(X, T2), requeue(X, T2), fair(MINE, T1), leave(MINE, T1)],
-      wakeups: { [LA]: [`1 ${T1}`, `1 ${T1} ${T2}`, `1 ${T1} ${T2}`, `0 ${T2}`, `1 ${T2}`] },
+      wakeups: { [LA]: [`1 ${T1}`, `1 ${T1} ${T2}`, `1 ${T1} ${T2}`, `0 ${T2} +5000`, `1 ${T2}`] },
     }),
   ],
   [
