@@ -152,6 +152,35 @@ describe("one line for every client", () => {
     await holder.release();
     await (await ahead).release();
   });
+
+  it("readers whose clocks are an hour behind, reading back to back, do not keep a writer out", async () => {
+    const doc = (clock?: Clock) => redlock(clock ? { clock } : {}).readWriteLock("doc");
+    let stop = false;
+    let reads = 0;
+    // Staggered, so that a reader always holds: without the clock check their tickets (an hour old) would always sort
+    // ahead of the writer's, and a reader at the head of the line joins the readers that hold.
+    const reader = async (r: number) => {
+      const rw = doc(skewed(-3_600_000));
+      await sleep(r * 20);
+      while (!stop) {
+        const lock = await rw.acquireRead(2_000, { maxWait: 5_000 });
+        reads++;
+        await sleep(50);
+        await lock.release();
+      }
+    };
+    const readers = [0, 1, 2].map(reader);
+    await sleep(300);
+    const asked = Date.now();
+    const write = await doc().acquireWrite(2_000, { maxWait: 3_000 });
+    const waited = Date.now() - asked;
+    await write.release();
+    stop = true;
+    await Promise.all(readers);
+    // Served behind the readers that were in before it, not after every read the readers keep starting.
+    expect(reads).toBeGreaterThan(2);
+    expect(waited).toBeLessThan(1_000);
+  });
 });
 
 describe("what ends an acquisition", () => {
