@@ -17,6 +17,7 @@ import { bridgesOf } from "./bridges.ts";
 import { steady, type Counters } from "./fair-contention.ts";
 import { edgeRedlockImpl, nodeRedlockImpl, upstashLockImpl, type Impl, type ImplOptions } from "./impls.ts";
 import { CLAIM_MS, FAIR_ACQUIRE, Redlock, lineKey, waiterTicket, type RedlockOptions } from "./lib.ts";
+import { BASELINE, previousRedlock } from "./previous.ts";
 import { percentile, round, table } from "./stats.ts";
 
 /** The library's defaults, spelled out for the implementations of bench/impls.ts. */
@@ -47,6 +48,8 @@ globalThis.fetch = ((input: RequestInfo | URL, init?: RequestInit) => {
   return realFetch(input, init);
 }) as typeof fetch;
 
+const Previous = await previousRedlock();
+if (typeof Previous === "string") process.stdout.write(`${Previous}\n`);
 const cluster = await spawnCluster({ nodes: 5, tcpProxy: true });
 const nodes = cluster.nodes;
 const bridges = bridgesOf(nodes);
@@ -162,6 +165,15 @@ async function uncontended(): Promise<void> {
       const redlock = new Redlock(nodes, { fair: m.fair, warnings: false });
       return { key: m.key, tcp: false, acquire: (k: string) => redlock.acquire(k, TTL) };
     }),
+    // The library at the baseline ref (bench/previous.ts, `--baseline=<ref>`): what a cycle cost before.
+    ...(typeof Previous === "string"
+      ? []
+      : [
+          (() => {
+            const redlock = new Previous(nodes, { warnings: false });
+            return { key: "edge-redlock-previous", tcp: false, acquire: (k: string) => redlock.acquire(k, TTL) };
+          })(),
+        ]),
     { key: "upstash-lock", tcp: false, acquire: (k: string) => upstashLock.acquire(k, TTL) },
     { key: "node-redlock", tcp: true, acquire: (k: string) => nodeRedlock.acquire(k, TTL) },
   ];
@@ -179,7 +191,7 @@ async function uncontended(): Promise<void> {
       cycles.push(performance.now() - t);
     }
     const m = await counting.stop();
-    if (key.startsWith("edge-redlock")) edgeAcquires.push(...acquires);
+    if (MODES.some((m) => m.key === key)) edgeAcquires.push(...acquires);
     record("uncontended", key, {
       httpPerCycle: m.http === undefined ? undefined : m.http / UNCONTENDED_CYCLES,
       commandsPerCycle: m.perEval / UNCONTENDED_CYCLES,
@@ -429,12 +441,35 @@ const seconds = round((performance.now() - started) / 1000, 1);
 const loadAtEnd = loadavg()[0];
 const labelOf = (key: string) =>
   MODES.find((m) => m.key === key)?.label ??
-  { "upstash-lock": "@upstash/lock (1 node)", "node-redlock": "node-redlock (TCP)" }[key] ??
+  {
+    "upstash-lock": "@upstash/lock (1 node)",
+    "node-redlock": "node-redlock (TCP)",
+    "edge-redlock-previous": `edge-redlock at ${BASELINE}`,
+  }[key] ??
   key;
 const num = (v: number | string | undefined, digits = 1) =>
   v === undefined ? "n/a" : typeof v === "number" ? String(round(v, digits)) : v;
 const rowsOf = (scenario: string, cells: (r: Row) => (number | string | undefined)[], digits = 1) =>
   Object.entries(scenarios[scenario] ?? {}).map(([key, r]) => [labelOf(key), ...cells(r).map((c) => num(c, digits))]);
+
+/** Steady commands per grant (fair) ÷ one uncontended cycle of the library at the baseline ref, both countings. */
+function commandsVsPrevious(): string[] {
+  const steadyRow = scenarios.steady?.["edge-redlock"];
+  const before = scenarios.uncontended?.["edge-redlock-previous"];
+  if (!steadyRow || !before) return [];
+  const ratio = (a: unknown, b: unknown) => round(Number(a) / Number(b), 2);
+  record("steady-vs-previous", "edge-redlock", {
+    baseline: BASELINE,
+    perEval: ratio(steadyRow.commandsPerGrant, before.commandsPerCycle),
+    inScripts: ratio(steadyRow.commandsInScriptsPerGrant, before.commandsInScriptsPerCycle),
+  });
+  return [
+    `steady commands per grant (fair) ÷ one uncontended cycle at ${BASELINE}: ` +
+      `${ratio(steadyRow.commandsPerGrant, before.commandsPerCycle)} counted 1/EVAL, ` +
+      `${ratio(steadyRow.commandsInScriptsPerGrant, before.commandsInScriptsPerCycle)} with the calls in scripts ` +
+      "(bound 2)",
+  ];
+}
 
 const out = [
   "1. uncontended acquire+release (ttl 10 s, default options), per cycle",
@@ -497,6 +532,7 @@ const out = [
       2,
     ),
   ),
+  ...commandsVsPrevious(),
   "",
   "5. outage: 3 of 5 nodes answer 503; one acquire, default options (retryCount 10)",
   table(

@@ -141,8 +141,9 @@ export async function acquire<T extends Lock>(
             signal,
           });
         if (waker && failures === 0) {
-          waker.head = queuePosition(outcome.failed.votes) === 0;
-          waker.listen(outcome.failed.votes, () => spend.extra(1));
+          const position = queuePosition(outcome.failed.votes);
+          waker.head = position === 0;
+          waker.listen(outcome.failed.votes, () => spend.extra(1), position);
         }
         const elapsed = clock.now() - began;
         let informed = waker ? informedWait(outcome, waker, policy, waiter as Line) : outcome.waitMs;

@@ -7,10 +7,16 @@ import { anySignal, type Clock } from "../support/clock.ts";
 import { randomUnit, toHex } from "../support/random.ts";
 
 /**
- * How many nodes a waiter listens on. Two: one node down or one stream cut still leaves a wakeup to hear, and it
- * costs two subrequests and two of a Worker's six connections that may wait for headers at once.
+ * How many nodes the first two in line listen on. Two: one node down or one stream cut still leaves a wakeup to
+ * hear, and it costs two subrequests and two of a Worker's six connections that may wait for headers at once.
  */
 export const LISTENED_NODES = 2;
+
+/**
+ * How many nodes a waiter further back listens on. One: a lost stream costs it only time (its fallback, then a new
+ * subscription once it is near the head), and every wakeup of its line reaches it once, not twice.
+ */
+export const LISTENED_NODES_BEHIND = 1;
 
 /** How many times one acquisition subscribes at most (its first refusal, then after streams were cut). */
 const SUBSCRIBE_ROUNDS = 3;
@@ -120,15 +126,16 @@ export class Waker {
   }
 
   /**
-   * Subscribes on up to {@link LISTENED_NODES} nodes that answered `votes` (and can subscribe), unless a subscription
-   * is live or being opened. `afford()` is asked before each (a subscription is one request of the budget).
+   * Subscribes on up to {@link LISTENED_NODES} nodes that answered `votes` (and can subscribe), or
+   * {@link LISTENED_NODES_BEHIND} for a waiter at `position` 2 or further back, unless a subscription is live or
+   * being opened. `afford()` is asked before each (a subscription is one request of the budget).
    */
-  listen(votes: readonly NodeVote[], afford: () => boolean): void {
+  listen(votes: readonly NodeVote[], afford: () => boolean, position?: number): void {
     if (this.#alive > 0 || this.#opening > 0 || this.#rounds >= SUBSCRIBE_ROUNDS || this.#stop.signal.aborted) return;
     const { nodes } = this.#options;
     const chosen = votes
       .filter((v) => (v.outcome === "denied" || v.outcome === "granted") && nodes[v.node].subscribe !== undefined)
-      .slice(0, LISTENED_NODES);
+      .slice(0, position !== undefined && position >= 2 ? LISTENED_NODES_BEHIND : LISTENED_NODES);
     if (chosen.length === 0) return;
     this.#rounds++;
     for (const vote of chosen) {
