@@ -125,7 +125,7 @@ export interface NodeHealth {
   /** Half the round trip the clock offset was taken in, ms: the offset is off by at most this. */
   clockUncertaintyMs?: number;
   /**
-   * Whether a Pub/Sub subscription is accepted and a message published to it arrives (`delivered`), or why not:
+   * Whether a Pub/Sub subscription is accepted and a message a script publishes arrives (`delivered`), or why not:
    * waiters in line are woken this way, else they ask again when the holder's time is up.
    */
   wakeups?: string;

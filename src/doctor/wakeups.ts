@@ -1,11 +1,17 @@
-// The doctor's wakeup check: does the node accept a Pub/Sub subscription and deliver a message published to it?
+// The doctor's wakeup check: does the node accept a Pub/Sub subscription and deliver a message that a script
+// publishes, as the line's scripts do?
 import type { NodeConfig } from "../node/node.ts";
 import { sseSubscribe } from "../node/subscribe.ts";
 import { clip, errorText, redact } from "../support/redact.ts";
 import type { Call } from "./rest.ts";
 
+/** Publishes ARGV[2] on the channel ARGV[1] from inside a script, as the line's scripts publish their wakeups. */
+const PUBLISH_FROM_SCRIPT = 'return redis.call("PUBLISH", ARGV[1], ARGV[2])';
+
 /**
- * Subscribes to `channel` on `node`, publishes `payload` there with `call`, and says whether it arrived within
+ * Subscribes to `channel` on `node`, publishes `payload` there from inside a script (the way the line's scripts
+ * publish: a wakeup names who is first, which only the script can tell, so it cannot be a separate pipeline member)
+ * with `call`, and says whether it arrived within
  * `timeout` ms: `delivered`, or why not (the subscription was refused, or nothing arrived). Nothing of it outlives
  * the check. Waiters on a node that fails it are served by their fallback: they ask again when the holder's time
  * is up, or every `retryDelay` when no node wakes them.
@@ -29,8 +35,8 @@ export async function checkWakeups(node: NodeConfig, call: Call, channel: string
     return `the subscription failed (${why})`;
   }
   try {
-    const published = await call(["publish", channel, payload]);
-    if (!published.ok) return `PUBLISH failed (${published.error})`;
+    const published = await call(["eval", PUBLISH_FROM_SCRIPT, "0", channel, payload]);
+    if (!published.ok) return `PUBLISH from a script failed (${published.error})`;
     const ended = new Promise<void>((resolve) =>
       stop.signal.addEventListener("abort", () => resolve(), { once: true }),
     );

@@ -1,7 +1,8 @@
 // A stand-in for a Redis engine that refuses a write after TIME in a script (Redis before 5 did, and
 // Upstash asks scripts to stay deterministic): an HTTP proxy in front of a real bridge that puts, on the
 // first line of every EVAL'd script's body, a `redis` whose call/pcall refuse a write once TIME was called.
-// Everything else goes through unchanged, to the real redis-server behind the bridge.
+// Everything else goes through unchanged, to the real redis-server behind the bridge. It can refuse PUBLISH inside a
+// script instead, as an engine that takes Pub/Sub only as a command of its own would.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -22,14 +23,28 @@ const SHIM = [
 ].join(" ");
 
 /** The script with the shim on its body's first line (after the shebang, so its flags stay). */
-function refusing(lua: string): string {
+/** The same for an engine that refuses PUBLISH inside a script. */
+const NO_PUBLISH_SHIM = [
+  "local redis = (function(real) local function refused(name) return string.upper(tostring(name)) == 'PUBLISH' end",
+  "return setmetatable({",
+  "call = function(name, ...) if refused(name) then error({err = 'ERR PUBLISH is not allowed in scripts'}) end",
+  "return real.call(name, ...) end,",
+  "pcall = function(name, ...) if refused(name) then return {err = 'ERR PUBLISH is not allowed in scripts'} end",
+  "return real.pcall(name, ...) end,",
+  "}, {__index = real}) end)(redis);",
+].join(" ");
+
+/** What the engine refuses inside scripts: a write after TIME, or PUBLISH. */
+export type Refusal = "write-after-time" | "publish";
+
+function refusing(lua: string, refusal: Refusal): string {
   const shebang = /^#!lua[^\n]*\n/.exec(lua)?.[0] ?? "";
-  return `${shebang}${SHIM} ${lua.slice(shebang.length)}`;
+  return `${shebang}${refusal === "publish" ? NO_PUBLISH_SHIM : SHIM} ${lua.slice(shebang.length)}`;
 }
 
-function rewrite(command: unknown): unknown {
+function rewrite(command: unknown, refusal: Refusal): unknown {
   if (!Array.isArray(command) || typeof command[0] !== "string" || command[0].toUpperCase() !== "EVAL") return command;
-  return [command[0], refusing(String(command[1])), ...command.slice(2)];
+  return [command[0], refusing(String(command[1]), refusal), ...command.slice(2)];
 }
 
 /**
@@ -38,7 +53,10 @@ function rewrite(command: unknown): unknown {
  * const engine = await refusingEngine(cluster.nodes[2].url);
  * nodes[2] = { url: engine.url, token };
  */
-export async function refusingEngine(target: string): Promise<{ url: string; stop(): Promise<void> }> {
+export async function refusingEngine(
+  target: string,
+  refusal: Refusal = "write-after-time",
+): Promise<{ url: string; stop(): Promise<void> }> {
   const server: Server = createServer(async (req, res) => {
     const upstream = new AbortController();
     res.on("close", () => upstream.abort());
@@ -58,7 +76,10 @@ export async function refusingEngine(target: string): Promise<{ url: string; sto
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const path = req.url ?? "/";
     const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "null") as unknown;
-    const sent = path.startsWith("/pipeline") && Array.isArray(body) ? body.map(rewrite) : rewrite(body);
+    const sent =
+      path.startsWith("/pipeline") && Array.isArray(body)
+        ? body.map((c) => rewrite(c, refusal))
+        : rewrite(body, refusal);
     const headers: Record<string, string> = {};
     for (const name of ["authorization", "content-type", "upstash-encoding"]) {
       const value = req.headers[name];

@@ -1,5 +1,6 @@
 // checkNodes against the real cluster: healthy, the same database twice, a node down, slow nodes,
-// the key-locking flag refused, eviction on, a refused token, credentials in a URL, and no secret in any report;
+// the key-locking flag refused, eviction on, a refused token, credentials in a URL, a node whose scripts cannot
+// publish, and no secret in any report;
 // every script the library may send run on every node: an engine that refuses a write after TIME fails it.
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -144,13 +145,33 @@ describe("checkNodes", () => {
       status: "ok",
       message: "every script the library sends loads and runs on 5 nodes",
     });
-    // Redis' own count of EVALs on each node: the doctor's two, and one per script run.
+    // Redis' own count of EVALs on each node: the doctor's two, its publish from a script, and one per script run.
     const evals = await Promise.all(
       env.tcp.map(async (c) => Number(/^cmdstat_eval:calls=(\d+)/m.exec(await c.info("commandstats"))?.[1] ?? 0)),
     );
-    // The probes, every trial, and the trial lock's first run of each of its three scripts (an EVAL loads it).
-    expect(evals).toEqual(Array(5).fill(2 + SCRIPT_TRIALS.length + 3));
+    // The probes, the wakeup check, every trial, and the trial lock's first run of each of its three scripts (an EVAL
+    // loads it).
+    expect(evals).toEqual(Array(5).fill(2 + 1 + SCRIPT_TRIALS.length + 3));
     expect(await leftovers()).toEqual([]);
+  });
+
+  it("warns about a node that refuses PUBLISH inside a script: its waiters are not woken through it", async () => {
+    const engine = await refusingEngine(env.cluster.nodes[1].url, "publish");
+    try {
+      const nodes = configs();
+      nodes[1] = { url: engine.url, token: nodes[1].token };
+      const report = await checkNodes(nodes, fast);
+      const wakeups = check(report, "wakeups")!;
+      expect(wakeups.status).toBe("warn");
+      expect(report.nodes[1].wakeups).toMatch(
+        /^PUBLISH from a script failed \(.*ERR PUBLISH is not allowed in scripts/,
+      );
+      expect(report.nodes.filter((n) => n.wakeups === "delivered")).toHaveLength(4);
+      expect(wakeups.message).toContain("waiters are not woken through it");
+      expectNoSecrets(report, [nodes[1].token]);
+    } finally {
+      await engine.stop();
+    }
   });
 
   it("fails the scripts check on a node whose engine refuses a write after TIME, naming every run that writes after TIME, where the trial lock passes", async () => {
