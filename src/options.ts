@@ -14,7 +14,8 @@ import type { Clock } from "./support/clock.ts";
 export interface RedlockOptions {
   /**
    * Attempts after the first one; `-1` retries until the caller's signal aborts. Default 10. A fair
-   * acquisition asks as often as the queue says, and has at least `retryCount × retryDelay` ms as well.
+   * acquisition waits `retryCount × retryDelay` ms in all instead, asking when woken or when the nodes' time is up,
+   * and once more when that time is spent.
    */
   retryCount?: number;
   /** Mean wait between attempts in ms. Default 200. */

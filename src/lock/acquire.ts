@@ -143,6 +143,7 @@ export async function acquire<T extends Lock>(
         if (waker && failures === 0) {
           const position = queuePosition(outcome.failed.votes);
           waker.head = position === 0;
+          waker.behind = position !== undefined && position >= 2;
           waker.listen(outcome.failed.votes, () => spend.extra(1), position);
         }
         const elapsed = clock.now() - began;
@@ -159,10 +160,12 @@ export async function acquire<T extends Lock>(
         if (maxWait !== undefined) {
           // A holder's PTTL says when it must be gone, not when it goes: only the caller's time decides the end.
           if (elapsed + delay > maxWait) break;
-        } else if (policy.retryCount !== -1 && n > policy.retryCount) {
-          // Informed waits are short and many: the retries then also buy time (retryCount × retryDelay).
-          const timeLeft = outcome.waitMs !== undefined && elapsed + delay <= policy.retryCount * policy.retryDelay;
-          if (!timeLeft) break;
+        } else if (policy.retryCount !== -1) {
+          // Informed waits are short and many: the retries then also buy time (retryCount × retryDelay). A woken
+          // waiter's last wait ends when that time is up; it asks once then, and no more.
+          const bought = policy.retryCount * policy.retryDelay;
+          if (waker && failures === 0 && elapsed >= bought) break;
+          if (n > policy.retryCount && !(outcome.waitMs !== undefined && elapsed + delay <= bought)) break;
         }
         if (report) {
           const ahead = queuePosition(outcome.failed.votes);

@@ -163,25 +163,29 @@ export class Line {
    * clocks of their own then costs an honest waiter one renewal, not its place. A round decided before every node
    * answered (a failed node and two such refusals decide it) may hold the rest in its late answers: they are waited
    * for (each within its nodeTimeout). Times that reached a client stalled past `nodeTimeout` since `start` (a
-   * frozen event loop) are stale by the stall: they are not learned, and the next round, not stalled, teaches them.
+   * frozen event loop, a machine too busy to read its replies) may be stale by the stall: they are learned, but the
+   * renewal does not count, so the next round that did not stall can correct them.
    */
   async learn(
     round: Round,
     quorum: number,
     { start, nodeTimeout }: { start: number; nodeTimeout: number },
   ): Promise<boolean> {
-    if (this.#clockRenewals >= CLOCK_RENEWALS) return false;
     const timeOf = (vote: Vote | NodeVote) =>
       vote.outcome === "denied" && vote.nodeTime !== undefined ? [vote.nodeTime] : [];
+    const staleBy = () => this.#clock.now() - start > nodeTimeout + STALE_SLACK_MS;
     let votes: (Vote | NodeVote)[] = round.votes;
-    if (votes.some((v) => timeOf(v).length > 0) && votes.some((v) => v.outcome === "unanswered"))
+    if (votes.every((v) => timeOf(v).length === 0)) return false;
+    if (this.#clockRenewals >= CLOCK_RENEWALS && !staleBy()) return false;
+    if (votes.some((v) => v.outcome === "unanswered"))
       votes = await Promise.all(round.votes.map((v) => (v.outcome === "unanswered" ? round.settled[v.node] : v)));
+    const stale = staleBy();
+    if (!stale && this.#clockRenewals >= CLOCK_RENEWALS) return false;
     const times = votes.flatMap(timeOf);
-    if (times.length === 0 || this.#clock.now() - start > nodeTimeout + STALE_SLACK_MS) return false;
     if (times.length < quorum) {
       const granted = votes.filter((v) => v.outcome === "granted").length;
       if (this.#learnedFromFew || granted + times.length < quorum) return false;
-      this.#learnedFromFew = true;
+      if (!stale) this.#learnedFromFew = true;
     }
     this.#nodeClock.learn(times);
     // A new ticket helps only if it moves. Nodes whose clocks disagree among themselves by more than the step leave
@@ -189,7 +193,7 @@ export class Line {
     // renewals are capped, and the waiter then waits as it is (out of those nodes' lines, not out of the lock).
     const ticketNow = Number(this.#ticket.slice(0, 16)) + (this.#clock.now() - this.#takenAt);
     if (Math.abs(this.#nodeClock.epoch() - ticketNow) <= CLOCK_STEP_MS / 2) return false;
-    this.#clockRenewals++;
+    if (!stale) this.#clockRenewals++;
     return true;
   }
 

@@ -114,6 +114,13 @@ export class Waker {
   #watchAfter = "";
   /** First in line at its last refusal: a subscription that confirms may have missed the wakeup it waits for. */
   head = false;
+  /**
+   * In line behind the first two at its last refusal: a grant's `+<ttl>` may make its sleep longer. Not the first
+   * (a late copy of an older grant's wakeup must not cost it its turn), not the next (it is the one that skips a
+   * claimer that died, whose claim may have landed on one node only), not a waiter out of line (a ticket out of
+   * step is named by no wakeup).
+   */
+  behind = false;
   #confirmedOnce = false;
 
   constructor(options: WakerOptions) {
@@ -194,9 +201,8 @@ export class Waker {
     } else if ("held" in meaning) {
       this.#clearWatch();
       // Someone just took the resource for up to holdMs: a waiter that would ask sooner (after the head's claim
-      // window, when only the line stood in its way) asks then at the latest, or when a release wakes it. Not the
-      // first in line: a late copy of an older grant's wakeup must not cost it its turn.
-      if (meaning.holdMs !== undefined && !this.head) this.#extend?.(meaning.holdMs);
+      // window, when only the line stood in its way) asks then at the latest, or when a release wakes it.
+      if (meaning.holdMs !== undefined && this.behind) this.#extend?.(meaning.holdMs);
     } else this.#watchFor("next" in meaning ? meaning.next : meaning.behind, meaning.after);
   }
 

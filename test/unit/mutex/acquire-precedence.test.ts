@@ -3,6 +3,7 @@
 // the line and subscriptions included, ends it with reason "budget", and is refused before any request when it
 // cannot fit one attempt; after attempts that nodes failed, the waits back off (retryDelay ± retryJitter, doubling
 // up to 8×) and never drop below retryDelay − retryJitter, even for a fair waiter the line would send back at once.
+// Without maxWait, a woken waiter's retries buy it retryCount × retryDelay of waiting, and it ends once that is spent.
 import { describe, expect, it } from "vitest";
 import {
   InvalidArgumentError,
@@ -51,6 +52,20 @@ async function refused(clock: VirtualClock, acquisition: Promise<unknown>): Prom
   expect(error).toBeInstanceOf(LockAcquisitionError);
   return error as LockAcquisitionError;
 }
+
+describe("without maxWait, a woken waiter's retries buy retryCount × retryDelay of waiting", () => {
+  it("it sleeps on the holder's time until that is spent, asks once then, and ends: no burst of attempts", async () => {
+    const { clock, sims, redlock, attemptsAt } = setup({ retryDelay: 200, retryJitter: 100 }, { subscribe: true });
+    for (const n of sims) n.set("k", "other", 60_000);
+    const error = await refused(clock, redlock.acquire(["k"], 1_000));
+    expect(error.reason).toBe("held");
+    const at = attemptsAt();
+    // Its first attempt, one when its streams confirmed, one when the 2 s its retries bought were up.
+    expect(at.length).toBeLessThanOrEqual(3);
+    expect(at[at.length - 1]).toBeGreaterThanOrEqual(10 * 200 - 5);
+    expect(clock.now()).toBeLessThan(10 * 200 + 300);
+  });
+});
 
 describe("maxWait decides over retryCount", () => {
   for (const fair of [false, true]) {
