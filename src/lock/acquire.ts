@@ -162,9 +162,9 @@ export async function acquire<T extends Lock>(
           if (elapsed + delay > maxWait) break;
         } else if (policy.retryCount !== -1) {
           // Informed waits are short and many: the retries then also buy time (retryCount × retryDelay). A woken
-          // waiter's last wait ends when that time is up; it asks once then, and no more.
+          // waiter's last wait ends when that time is up; it asks once then (at least one retry), and no more.
           const bought = policy.retryCount * policy.retryDelay;
-          if (waker && failures === 0 && elapsed >= bought) break;
+          if (waker && failures === 0 && n >= 2 && elapsed >= bought) break;
           if (n > policy.retryCount && !(outcome.waitMs !== undefined && elapsed + delay <= bought)) break;
         }
         if (report) {

@@ -65,6 +65,17 @@ describe("without maxWait, a woken waiter's retries buy retryCount × retryDelay
     expect(at[at.length - 1]).toBeGreaterThanOrEqual(10 * 200 - 5);
     expect(clock.now()).toBeLessThan(10 * 200 + 300);
   });
+
+  it("retries at least once, even when its first attempt took longer than the time its retries bought", async () => {
+    const { clock, sims, redlock, attemptsAt } = setup({ retryDelay: 10, retryJitter: 5 }, { subscribe: true });
+    for (const n of sims) {
+      n.set("k", "other", 60_000);
+      n.latency = 30;
+    }
+    const error = await refused(clock, redlock.acquire(["k"], 1_000, { retryCount: 1 }));
+    expect(error.attempts).toHaveLength(2);
+    expect(attemptsAt()).toHaveLength(2);
+  });
 });
 
 describe("maxWait decides over retryCount", () => {
