@@ -52,7 +52,8 @@ describe("the naive per-node counting semaphore (negative control)", () => {
     const windows = cutWindows(1);
     const naive = CLIENTS.map((c) => new NaiveSemaphore(links[c], "sem", 3, { nodeTimeout: NODE_TIMEOUT }));
     // Five at once race for the same counts: a client whose attempt met another's partial admissions retries.
-    const permits = await Promise.all(naive.map((s) => s.acquire(3_000, { maxWait: 2_000 })));
+    // Permits of 10 s: they must outlive the sixth client's refused retries on a loaded machine, to be released below.
+    const permits = await Promise.all(naive.map((s) => s.acquire(10_000, { maxWait: 2_000 })));
     expect(permits.every((p) => p.validityMs > 500)).toBe(true);
     // Over TCP: every node holds 3 members, and the 5 permits sit exactly on the 5 windows.
     const held = await Promise.all(tcp.map((t) => t.zrange(naiveKey("sem"), 0, -1)));
