@@ -140,12 +140,8 @@ export async function acquire<T extends Lock>(
             confirmWithin: rounds.options.nodeTimeout,
             signal,
           });
-        if (waker && failures === 0) {
-          const position = queuePosition(outcome.failed.votes);
-          waker.head = position === 0;
-          waker.behind = position !== undefined && position >= 2;
-          waker.listen(outcome.failed.votes, () => spend.extra(1), position);
-        }
+        const position = queuePosition(outcome.failed.votes);
+        if (waker && failures === 0) waker.listen(outcome.failed.votes, () => spend.extra(1), position);
         const elapsed = clock.now() - began;
         let informed = waker ? informedWait(outcome, waker, policy, waiter as Line) : outcome.waitMs;
         // A woken waiter's fallback is only its latest time to ask: with maxWait, it asks once more at the end;
@@ -167,13 +163,10 @@ export async function acquire<T extends Lock>(
           if (waker && failures === 0 && n >= 2 && elapsed >= bought) break;
           if (n > policy.retryCount && !(outcome.waitMs !== undefined && elapsed + delay <= bought)) break;
         }
-        if (report) {
-          const ahead = queuePosition(outcome.failed.votes);
-          report.retry(outcome.failed, delay, ahead === undefined ? undefined : ahead + 1);
-        }
+        if (report) report.retry(outcome.failed, delay, position === undefined ? undefined : position + 1);
         if (outcome.settleFirst) await outcome.cleanup;
         await (waker && failures === 0
-          ? waker.sleep(delay, longestSleep(policy, elapsed))
+          ? waker.sleep(delay, longestSleep(until, maxWait, elapsed))
           : clock.sleep(delay, signal));
       }
     } finally {
@@ -222,14 +215,13 @@ function informedWait(failed: Failed, waker: Waker, policy: RetryPolicy, line: L
 }
 
 /**
- * The longest a woken waiter may sleep from now, however long a wakeup says the resource stays taken: until its
- * `maxWait` is over (then it asks once more), within what its retries buy without one, and never past its entry's
- * heartbeat without `maxWait`.
+ * The longest a woken waiter may sleep from now, however long a wakeup says the resource stays taken: until `until`
+ * (its `maxWait`, then it asks once more; without one, what its retries buy), and never past its entry's heartbeat
+ * without `maxWait`.
  */
-function longestSleep(policy: RetryPolicy, elapsed: number): number {
-  if (policy.maxWait !== undefined) return Math.max(0, policy.maxWait - elapsed);
-  const bought = policy.retryCount === -1 ? HEARTBEAT_MS : policy.retryCount * policy.retryDelay - elapsed;
-  return Math.max(0, Math.min(HEARTBEAT_MS, bought));
+function longestSleep(until: number | undefined, maxWait: number | undefined, elapsed: number): number {
+  if (until === undefined) return HEARTBEAT_MS;
+  return Math.max(0, maxWait !== undefined ? until - elapsed : Math.min(HEARTBEAT_MS, until - elapsed));
 }
 
 /** How far the wait after failing nodes grows: up to this many times `retryDelay`. */

@@ -112,16 +112,24 @@ export class Waker {
   #watch: AbortController | undefined;
   /** Whose claim windows the watch waits out. */
   #watchAfter = "";
-  /** First in line at its last refusal: a subscription that confirms may have missed the wakeup it waits for. */
-  head = false;
-  /**
-   * In line behind the first two at its last refusal: a grant's `+<ttl>` may make its sleep longer. Not the first
-   * (a late copy of an older grant's wakeup must not cost it its turn), not the next (it is the one that skips a
-   * claimer that died, whose claim may have landed on one node only), not a waiter out of line (a ticket out of
-   * step is named by no wakeup).
-   */
-  behind = false;
+  /** Its place in line at its last refusal (0: first), as a quorum of the refusals said; undefined: in no line. */
+  #position: number | undefined;
   #confirmedOnce = false;
+
+  /** First in line: a subscription that confirms may have missed the wakeup it waits for. */
+  get #head(): boolean {
+    return this.#position === 0;
+  }
+
+  /**
+   * In line behind the first two: a grant's `+<ttl>` may make its sleep longer. Not the first (a late copy of an
+   * older grant's wakeup must not cost it its turn), not the next (it is the one that skips a claimer that died,
+   * whose claim may have landed on one node only), not a waiter out of line (a ticket out of step is named by no
+   * wakeup).
+   */
+  get #behind(): boolean {
+    return this.#position !== undefined && this.#position >= 2;
+  }
 
   constructor(options: WakerOptions) {
     this.#options = options;
@@ -133,16 +141,18 @@ export class Waker {
   }
 
   /**
-   * Subscribes on up to {@link LISTENED_NODES} nodes that answered `votes` (and can subscribe), or
-   * {@link LISTENED_NODES_BEHIND} for a waiter at `position` 2 or further back, unless a subscription is live or
-   * being opened. `afford()` is asked before each (a subscription is one request of the budget).
+   * Notes the waiter's place in line (`position`, 0: first) at its latest refusal, and subscribes on up to
+   * {@link LISTENED_NODES} nodes that answered `votes` (and can subscribe), or {@link LISTENED_NODES_BEHIND} for a
+   * waiter at place 2 or further back, unless a subscription is live or being opened. `afford()` is asked before
+   * each (a subscription is one request of the budget).
    */
-  listen(votes: readonly NodeVote[], afford: () => boolean, position?: number): void {
+  listen(votes: readonly NodeVote[], afford: () => boolean, position: number | undefined): void {
+    this.#position = position;
     if (this.#alive > 0 || this.#opening > 0 || this.#rounds >= SUBSCRIBE_ROUNDS || this.#stop.signal.aborted) return;
     const { nodes } = this.#options;
     const chosen = votes
       .filter((v) => (v.outcome === "denied" || v.outcome === "granted") && nodes[v.node].subscribe !== undefined)
-      .slice(0, position !== undefined && position >= 2 ? LISTENED_NODES_BEHIND : LISTENED_NODES);
+      .slice(0, this.#behind ? LISTENED_NODES_BEHIND : LISTENED_NODES);
     if (chosen.length === 0) return;
     this.#rounds++;
     for (const vote of chosen) {
@@ -174,7 +184,7 @@ export class Waker {
       this.#opening--;
       this.#alive++;
       // A release between the refusal and the first confirmation was heard by nobody: the first in line asks once.
-      if (this.head && !this.#confirmedOnce) this.#ring();
+      if (this.#head && !this.#confirmedOnce) this.#ring();
       this.#confirmedOnce = true;
       await subscription.closed;
     } catch {
@@ -202,7 +212,7 @@ export class Waker {
       this.#clearWatch();
       // Someone just took the resource for up to holdMs: a waiter that would ask sooner (after the head's claim
       // window, when only the line stood in its way) asks then at the latest, or when a release wakes it.
-      if (meaning.holdMs !== undefined && this.behind) this.#extend?.(meaning.holdMs);
+      if (meaning.holdMs !== undefined && this.#behind) this.#extend?.(meaning.holdMs);
     } else this.#watchFor("next" in meaning ? meaning.next : meaning.behind, meaning.after);
   }
 
