@@ -56,7 +56,7 @@ const bridges = bridgesOf(nodes);
 const admins = bridges.admins;
 const direct = nodes.map((n) => new IORedis(n.redisUrl));
 
-type Row = Record<string, number | string | undefined>;
+type Row = Record<string, number | string | undefined | Record<string, number>>;
 const scenarios: Record<string, Record<string, Row>> = {};
 const record = (scenario: string, impl: string, row: Row) => {
   scenarios[scenario] ??= {};
@@ -113,6 +113,8 @@ interface Measured {
   /** The same plus every redis.call() inside the scripts. */
   inScripts: number;
   deliveries?: number;
+  /** The calls inside scripts, per command name. */
+  calls: Record<string, number>;
 }
 
 /** Starts counting on every node; `stop` waits for the stragglers, then reads the counters. */
@@ -134,6 +136,12 @@ async function meter(tcp: boolean) {
       // Plain commands the bridges ran for the clients: redis-server counts them among the others.
       const plain = [...bridgeCommands].filter(([name]) => !SCRIPT_OR_STREAM.has(name)).reduce((s, [, n]) => s + n, 0);
       const inner = names.filter(isInner).reduce((s, name) => s + delta(name), 0) - (tcp ? 0 : plain);
+      const calls = Object.fromEntries(
+        names
+          .filter(isInner)
+          .map((name) => [name, delta(name) - (tcp ? 0 : (bridgeCommands.get(name) ?? 0))] as const)
+          .filter(([, n]) => n > 0),
+      );
       const perEval = tcp
         ? ["eval", "evalsha", "eval_ro", "evalsha_ro"].reduce((s, name) => s + delta(name), 0)
         : [...bridgeCommands.values()].reduce((s, n) => s + n, 0);
@@ -142,6 +150,7 @@ async function meter(tcp: boolean) {
         perEval,
         inScripts: perEval + inner,
         deliveries: tcp ? undefined : states.reduce((s, st) => s + st.counters.messages, 0),
+        calls,
       };
     },
   };
@@ -292,6 +301,9 @@ async function steadyRows(): Promise<void> {
       commandsPerGrant: m.perEval / Math.max(1, grants),
       commandsInScriptsPerGrant: m.inScripts / Math.max(1, grants),
       deliveriesPerGrant: m.deliveries === undefined ? undefined : m.deliveries / Math.max(1, grants),
+      callsInScriptsPerGrant: Object.fromEntries(
+        Object.entries(m.calls).map(([name, n]) => [name, round(n / Math.max(1, grants), 2)]),
+      ),
     });
     await sleep(200);
   }
@@ -447,9 +459,9 @@ const labelOf = (key: string) =>
     "edge-redlock-previous": `edge-redlock at ${BASELINE}`,
   }[key] ??
   key;
-const num = (v: number | string | undefined, digits = 1) =>
-  v === undefined ? "n/a" : typeof v === "number" ? String(round(v, digits)) : v;
-const rowsOf = (scenario: string, cells: (r: Row) => (number | string | undefined)[], digits = 1) =>
+const num = (v: unknown, digits = 1) =>
+  v === undefined ? "n/a" : typeof v === "number" ? String(round(v, digits)) : String(v);
+const rowsOf = (scenario: string, cells: (r: Row) => unknown[], digits = 1) =>
   Object.entries(scenarios[scenario] ?? {}).map(([key, r]) => [labelOf(key), ...cells(r).map((c) => num(c, digits))]);
 
 /** Steady commands per grant (fair) ÷ one uncontended cycle of the library at the baseline ref, both countings. */
@@ -468,6 +480,12 @@ function commandsVsPrevious(): string[] {
       `${ratio(steadyRow.commandsPerGrant, before.commandsPerCycle)} counted 1/EVAL, ` +
       `${ratio(steadyRow.commandsInScriptsPerGrant, before.commandsInScriptsPerCycle)} with the calls in scripts ` +
       "(bound 2)",
+    `steady (fair) calls inside scripts per grant: ${Object.entries(
+      (steadyRow.callsInScriptsPerGrant ?? {}) as Record<string, number>,
+    )
+      .sort(([, a], [, b]) => b - a)
+      .map(([name, n]) => `${name} ${n}`)
+      .join(", ")}`,
   ];
 }
 

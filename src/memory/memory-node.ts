@@ -3,7 +3,7 @@
 // (test/integration/testing/sim-conformance.test.ts).
 // Web standards only: it runs in workerd, edge runtimes, Deno, Bun and Node.
 import type { RedlockNode } from "../node/node.ts";
-import { CLOCK_STEP_MS, LINE_LINGER_MS, WAKE_PREFIX } from "../scripts/queue.ts";
+import { CLOCK_STEP_MS, LINE_KEEP_STEP_MS, LINE_LINGER_MS, WAKE_PREFIX } from "../scripts/queue.ts";
 import { READERS_CLOCK_MEMBER } from "../scripts/readers.ts";
 import type { Script } from "../scripts/script.ts";
 import { ReaderSets } from "./memory-readers.ts";
@@ -845,12 +845,16 @@ export class MemoryNode implements RedlockNode {
     return [...line.members.keys()].sort();
   }
 
-  /** Lua `line_keep(q)`: the key lives LINE_LINGER_MS past the last deadline (nothing when the line is gone). */
+  /**
+   * Lua `line_keep(q, l)`: the key expires LINE_LINGER_MS after the last deadline rounded up to LINE_KEEP_STEP_MS
+   * (nothing when the line is gone).
+   */
   #lineKeep(key: string, now: number): void {
     const line = this.#line(key);
     if (!line || line.members.size === 0) return;
     const last = Math.max(...line.members.values());
-    this.#pexpire(key, luaMax(1, last - now + LINE_LINGER_MS));
+    const by = Math.ceil(last / LINE_KEEP_STEP_MS) * LINE_KEEP_STEP_MS + LINE_LINGER_MS;
+    this.#pexpire(key, luaMax(1, by - now));
   }
 
   /**

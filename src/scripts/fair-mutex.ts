@@ -30,16 +30,28 @@ export const FAIR_ACQUIRE: Script = /* @__PURE__ */ defineScript({
   name: "fair-acquire",
   lua: () => `${KEY_LOCKING}${GREATER}${LONGEST_PTTL}${TAKE}${LINE}local n = tonumber(ARGV[3])
 local ticket, age = ARGV[4], tonumber(ARGV[7]) or 0
-local held, wait = longest_pttl(n)
-local ahead, waiting, step = 0, false, true
+local ahead, waiting = 0, false
 for i = 1, n do
   local a, count = waiters_ahead(KEYS[n + i], ticket)
   if a > ahead then ahead = a end
   if count > 0 then waiting = true end
-  if not in_step(KEYS[n + i], ticket, age) then step = false end
 end
+local function all_in_step()
+  for i = 1, n do
+    if not in_step(KEYS[n + i], ticket, age) then return false end
+  end
+  return true
+end
+local step = not waiting or all_in_step()
+if step and ahead == 0 and n == 1 and not KEYS[3] and redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+  line_leave(KEYS[2], ticket)
+  if waiting then wake(KEYS[2], 0, ARGV[2]) end
+  return {1}
+end
+local held, wait = longest_pttl(n)
 if not held then wait = -2 end
-if not step and (waiting or (held and ARGV[6] == "1")) then return {0, wait, -1, NOW} end
+if step and held and ARGV[6] == "1" and not waiting then step = all_in_step() end
+if not step then return {0, wait, -1, node_now()} end
 if held or ahead > 0 then
   if ARGV[6] == "1" then
     for i = 1, n do enqueue(KEYS[n + i], ticket, tonumber(ARGV[5])) end
@@ -103,12 +115,13 @@ function releaseEach(lineStep: string): string {
   return `local n = #KEYS / 2
 local released = 0
 for i = 1, n do
-  if redis.call("GET", KEYS[i]) == ARGV[1] then
+  local holder = redis.call("GET", KEYS[i])
+  if holder == ARGV[1] then
     redis.call("DEL", KEYS[i])
     released = released + 1
   end
   ${lineStep}
-  if redis.call("EXISTS", KEYS[i]) == 0 then wake(KEYS[n + i], nil) end
+  if holder == false or holder == ARGV[1] then wake(KEYS[n + i], nil) end
 end
 return released`;
 }

@@ -7,6 +7,12 @@ export const CLOCK_STEP_MS = 1_000;
 /** How long a line key outlives the last deadline of its waiters (ms). */
 export const LINE_LINGER_MS = 5_000;
 
+/**
+ * The key's expiry moves in steps of this many ms: it is {@link LINE_LINGER_MS} past the last deadline rounded up to
+ * a step, so most entries that join or leave send no PEXPIREAT.
+ */
+export const LINE_KEEP_STEP_MS = 1_000;
+
 /** The Pub/Sub channel prefix of wakeups: the channel is this plus 20 hex digits of SHA-1 of the line's key. */
 export const WAKE_PREFIX = "edge-redlock:wake:";
 
@@ -14,56 +20,122 @@ export const WAKE_PREFIX = "edge-redlock:wake:";
 const SHOWN = 8;
 
 /**
- * Lua: the node's time (`NOW`, ms) and the line's functions.
- * - `line_sorted(q)`: the live waiters of line `q`, smallest ticket first (expired ones are dropped).
- * - `waiters_ahead(q, ticket)`: how many live waiters are ahead of `ticket`, and how many wait.
+ * Lua: the node's time and the line's functions. Each line is read once per script (`ZRANGE … WITHSCORES`) and
+ * kept in step with what the script writes, so a script pays one call per line read, and the node's clock (`TIME`)
+ * only when it must tell live entries from those past their deadline.
+ * - `node_now()`: the node's time in ms, read at most once per script.
+ * - `line_sorted(q)`: the live waiters of line `q`, smallest ticket first (those past their deadline are dropped).
+ * - `waiters_ahead(q, ticket)`: how many live waiters are ahead of `ticket`, and how many wait. When `ticket` is the
+ *   smallest in line, none is ahead whatever the clock says: the entries are not told apart (the count may include
+ *   some past their deadline, and `ticket` counts as in line even past its own), and no TIME is read.
  * - `in_step(q, ticket, age)`: whether `ticket` may be ordered here: it is in line already, or its time plus
- *   its age (ms since the waiter took it) is within {@link CLOCK_STEP_MS} of `NOW`.
+ *   its age (ms since the waiter took it) is within {@link CLOCK_STEP_MS} of the node's time.
  * - `enqueue(q, ticket, life)`: joins or refreshes with a deadline `life` ms from now; `line_leave(q, ticket)` takes
- *   it out. Whatever adds, removes, drops or shrinks an entry keeps the key {@link LINE_LINGER_MS} past its last
- *   deadline (`line_keep`).
- * - `wake(q, claimers, hold)`: when someone waits, publishes `"<claimers> <ticket> …"` on the line's channel: the
+ *   it out. The key expires {@link LINE_LINGER_MS} after the last deadline of its waiters rounded up to
+ *   {@link LINE_KEEP_STEP_MS} (`line_keep`): only a change that moves that time sends a PEXPIREAT.
+ * - `wake(q, claimers, hold)`: when someone waits (with `claimers` 0, entries past their deadline are not told
+ *   apart), publishes `"<claimers> <ticket> …"` on the line's channel: the
  *   first `claimers` (0: the resource is held; nil: free, the head or its run of readers) must claim within their
  *   window (the 5 digits after the ticket's 32), so their deadlines shrink to it; the one listed after them learns it
  *   is next. A grant that holds the resource for `hold` ms at most (its ttl) adds `+<hold>`: until then only a
  *   release, which publishes, can free it.
  */
-export const LINE = `local NOW = (function()
-  local t = redis.call("TIME")
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end)()
-local function line_keep(q)
-  local last = redis.call("ZRANGE", q, -1, -1, "WITHSCORES")
-  if #last == 2 then redis.call("PEXPIRE", q, math.max(1, tonumber(last[2]) - NOW + ${LINE_LINGER_MS})) end
+export const LINE = `local NOW = false
+local function node_now()
+  if not NOW then
+    local t = redis.call("TIME")
+    NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return NOW
+end
+local LINES = {}
+local function line_read(q)
+  local l = LINES[q]
+  if l then return l end
+  l = {score = {}, sorted = {}, by = false, live = true}
+  local r = redis.call("ZRANGE", q, 0, -1, "WITHSCORES")
+  for j = 1, #r, 2 do
+    l.score[r[j]] = tonumber(r[j + 1])
+    l.sorted[#l.sorted + 1] = r[j]
+  end
+  if #r > 0 then
+    table.sort(l.sorted)
+    l.by = math.ceil(tonumber(r[#r]) / ${LINE_KEEP_STEP_MS}) * ${LINE_KEEP_STEP_MS} + ${LINE_LINGER_MS}
+    l.live = false
+  end
+  LINES[q] = l
+  return l
+end
+local function line_live(q)
+  local l = line_read(q)
+  if l.live then return l end
+  local now, kept = node_now(), {}
+  for _, w in ipairs(l.sorted) do
+    if l.score[w] > now then kept[#kept + 1] = w else l.score[w] = nil end
+  end
+  if #kept < #l.sorted then redis.call("ZREMRANGEBYSCORE", q, "-inf", now) end
+  if #kept == 0 then l.by = false end
+  l.sorted, l.live = kept, true
+  return l
+end
+local function line_keep(q, l)
+  local last = false
+  for _, d in pairs(l.score) do
+    if not last or d > last then last = d end
+  end
+  local by = last and math.ceil(last / ${LINE_KEEP_STEP_MS}) * ${LINE_KEEP_STEP_MS} + ${LINE_LINGER_MS}
+  if by and by ~= l.by then redis.call("PEXPIREAT", q, by) end
+  l.by = by
 end
 local function line_sorted(q)
-  if redis.call("ZREMRANGEBYSCORE", q, "-inf", NOW) > 0 then line_keep(q) end
-  local m = redis.call("ZRANGE", q, 0, -1)
-  table.sort(m)
-  return m
+  return line_live(q).sorted
+end
+local function line_drop(l, ticket)
+  l.score[ticket] = nil
+  for j, w in ipairs(l.sorted) do
+    if w == ticket then
+      table.remove(l.sorted, j)
+      return
+    end
+  end
 end
 local function line_leave(q, ticket)
-  if redis.call("ZREM", q, ticket) > 0 then line_keep(q) end
+  assert(ticket, "a line member is missing")
+  local l = line_read(q)
+  if l.score[ticket] then
+    redis.call("ZREM", q, ticket)
+    line_drop(l, ticket)
+    line_keep(q, l)
+  end
 end
 local function waiters_ahead(q, ticket)
-  local m = line_sorted(q)
+  local l = line_read(q)
+  if l.sorted[1] ~= ticket then l = line_live(q) end
   local ahead = 0
-  for _, w in ipairs(m) do
+  for _, w in ipairs(l.sorted) do
     if w < ticket then ahead = ahead + 1 end
   end
-  return ahead, #m
+  return ahead, #l.sorted
 end
 local function in_step(q, ticket, age)
-  if redis.call("ZSCORE", q, ticket) then return true end
+  if line_read(q).score[ticket] then return true end
   local t = tonumber(string.sub(ticket, 1, 16))
-  return t ~= nil and math.abs(t + age - NOW) <= ${CLOCK_STEP_MS}
+  return t ~= nil and math.abs(t + age - node_now()) <= ${CLOCK_STEP_MS}
 end
 local function enqueue(q, ticket, life)
-  redis.call("ZADD", q, NOW + life, ticket)
-  line_keep(q)
+  local l = line_read(q)
+  local d = node_now() + life
+  redis.call("ZADD", q, d, ticket)
+  if not l.score[ticket] then
+    l.sorted[#l.sorted + 1] = ticket
+    table.sort(l.sorted)
+  end
+  l.score[ticket] = d
+  line_keep(q, l)
 end
 local function wake(q, claimers, hold)
-  local m = line_sorted(q)
+  local l = claimers == 0 and line_read(q) or line_live(q)
+  local m = l.sorted
   if #m == 0 then return end
   if claimers == nil then
     claimers = 0
@@ -78,11 +150,14 @@ local function wake(q, claimers, hold)
   for i = 1, math.min(#m, claimers + 1) do
     shown[i] = m[i]
     if i <= claimers then
-      local by = NOW + (tonumber(string.sub(m[i], 33, 37)) or 0)
-      if tonumber(redis.call("ZSCORE", q, m[i])) > by then redis.call("ZADD", q, by, m[i]) end
+      local by = node_now() + (tonumber(string.sub(m[i], 33, 37)) or 0)
+      if l.score[m[i]] > by then
+        redis.call("ZADD", q, by, m[i])
+        l.score[m[i]] = by
+      end
     end
   end
-  if claimers > 0 then line_keep(q) end
+  line_keep(q, l)
   local channel = "${WAKE_PREFIX}" .. string.sub(redis.sha1hex(q), 1, 20)
   local payload = claimers .. " " .. table.concat(shown, " ")
   if claimers == 0 and hold then payload = payload .. " +" .. hold end

@@ -55,8 +55,8 @@ export const RW_READ_ACQUIRE: Script = /* @__PURE__ */ defineScript({
 local q = KEYS[3]
 local wait = redis.call("PTTL", KEYS[1])
 local ahead, waiting = writers_ahead(q, member)
-if not in_step(q, member, age) and (waiting > 0 or (wait ~= -2 and ARGV[5] == "1")) then
-  return {0, wait, -1, NOW}
+if (waiting > 0 or (wait ~= -2 and ARGV[5] == "1")) and not in_step(q, member, age) then
+  return {0, wait, -1, node_now()}
 end
 if wait ~= -2 or ahead > 0 then
   if ARGV[5] == "1" then enqueue(q, member, tonumber(ARGV[4])) end
@@ -105,7 +105,9 @@ if now then
   end
 end
 local ahead, waiting = waiters_ahead(q, member)
-if not in_step(q, member, age) and (waiting > 0 or (held and ARGV[5] == "1")) then return {0, wait, -1, NOW} end
+if (waiting > 0 or (held and ARGV[5] == "1")) and not in_step(q, member, age) then
+  return {0, wait, -1, node_now()}
+end
 if held or ahead > 0 then
   if ARGV[5] == "1" then enqueue(q, member, tonumber(ARGV[4])) end
   if not held then rw_wake(q, false) end

@@ -65,9 +65,12 @@ for i = 1, limit do
   elseif pttl >= 0 and (soonest == -1 or pttl < soonest) then soonest = pttl end
 end
 local ahead, waiting = waiters_ahead(q, ticket)
-local open = slot <= limit and redis.call("EXISTS", KEYS[slot]) == 0
-if not in_step(q, ticket, age) and (waiting > 0 or (not open and ARGV[6] == "1")) then
-  return {0, soonest, free, -1, NOW}
+local open = false
+for _, f in ipairs(free) do
+  if f == slot - 1 then open = true end
+end
+if (waiting > 0 or (not open and ARGV[6] == "1")) and not in_step(q, ticket, age) then
+  return {0, soonest, free, -1, node_now()}
 end
 if open and ahead < #free then
   line_leave(q, ticket)
