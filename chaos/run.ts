@@ -35,18 +35,18 @@ const range = (name: string, fallback: [number, number]): [number, number] => {
   const [lo, hi] = process.argv[i + 1].split("-").map(Number);
   return [lo, hi ?? lo];
 };
-// The soak: ≥ 10,000 sections within 30 min on 2 cores — more clients, several resources, short sections.
+// The soak: 100,000 sections (or 100 min) on 2 cores — several resources, two lock clients on each, short sections.
 const seed = arg("seed", 1);
-const durationMs = arg("duration", soak ? 1_800 : 150) * 1000;
-const maxCycles = arg("cycles", soak ? 10_000 : Number.POSITIVE_INFINITY);
-const lockClients = arg("clients", soak ? 24 : 16);
+const durationMs = arg("duration", soak ? 6_000 : 150) * 1000;
+const maxCycles = arg("cycles", soak ? 100_000 : Number.POSITIVE_INFINITY);
+const lockClients = arg("clients", soak ? 12 : 16);
 // The semaphore's clients come after the lock clients: 5 of them, one per window of the targeted scenario.
 const semaphoreClients = arg("semaphore-clients", 5);
 // The read-write lock's clients come last: every third one writes, the others read.
 const rwClients = arg("rw-clients", 6);
 const clients = lockClients + semaphoreClients + rwClients;
-const resourceCount = arg("resources", soak ? 4 : 1);
-const workMs = range("work", soak ? [10, 40] : [100, 400]);
+const resourceCount = arg("resources", soak ? 6 : 1);
+const workMs = range("work", soak ? [2, 8] : [100, 400]);
 const episodeMs = arg("episode", soak ? 15 : 2.5) * 1000;
 const unsafeRestart = flag("unsafe-restart");
 const naiveSemaphore = flag("naive-semaphore");
