@@ -63,11 +63,13 @@ export function readWakeup(
   | { held: true; holdMs?: number }
   | undefined {
   const words = payload.split(" ");
+  // Only what the scripts write: decimal digits, so "", "0x0" or "-0" are no count of claimers.
+  if (!/^\d{1,3}$/.test(words[0])) return undefined;
   const claimers = Number(words[0]);
-  if (!Number.isInteger(claimers) || claimers < 0) return undefined;
   if (claimers === 0) {
-    const hold = words.length > 2 && words[words.length - 1].startsWith("+") ? Number(words[words.length - 1]) : NaN;
-    return Number.isFinite(hold) && hold > 0 ? { held: true, holdMs: hold } : { held: true };
+    const last = words[words.length - 1];
+    const hold = words.length > 2 && /^\+\d{1,9}$/.test(last) ? Number(last.slice(1)) : 0;
+    return hold > 0 ? { held: true, holdMs: hold } : { held: true };
   }
   const listed = words.slice(1);
   const at = listed.indexOf(ticket);

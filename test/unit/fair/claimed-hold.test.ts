@@ -16,6 +16,14 @@ describe("a wakeup that says someone claimed, and for how long", () => {
     expect(readWakeup("0 B00200 +x", "C00200")).toEqual({ held: true });
   });
 
+  it("reads only the decimal counts the scripts write", () => {
+    for (const first of ["", "0x0", "-0", "1e0", " 0", "+0", "0.0"])
+      expect(readWakeup(`${first} B00200`, "C00200"), JSON.stringify(first)).toBeUndefined();
+    expect(readWakeup("0 B00200 +0x10", "C00200")).toEqual({ held: true });
+    expect(readWakeup("0 B00200 +-5", "C00200")).toEqual({ held: true });
+    expect(readWakeup("1 C00200", "C00200")).toEqual({ claim: true });
+  });
+
   it("keeps a waiter refused by the line alone, third in line, from asking until a release names it", async () => {
     const { clock, nodes, redlock } = simSetup();
     for (const n of nodes) n.latency = 2;
