@@ -660,17 +660,29 @@ export class MemoryNode implements RedlockNode {
     const now = this.#scriptNow();
     const n = luaNumber(args[2]);
     const [ticket, age] = [args[3], luaNumber(args[6]) ?? 0];
+    if (ticket === undefined) throw new Error("ERR a line member is missing");
     if (n === undefined) throw new Error("ERR 'for' limit must be a number");
-    const [held, longest] = this.#longestPttl(keys, n);
-    let [ahead, waiting, step] = [0, false, true];
+    let [ahead, waiting] = [0, false];
     for (let i = 1; i <= n; i++) {
       const [a, count] = this.#waitersAhead(at(keys, n + i), ticket, now);
       if (a > ahead) ahead = a;
       if (count > 0) waiting = true;
-      if (!this.#inStep(at(keys, n + i), ticket, age, now)) step = false;
     }
+    const allInStep = () => {
+      for (let i = 1; i <= n; i++) if (!this.#inStep(at(keys, n + i), ticket, age, now)) return false;
+      return true;
+    };
+    let step = !waiting || allInStep();
+    // The first in line (or anyone, where nobody waits) tries SET NX before reading any PTTL, as the Lua does.
+    if (step && ahead === 0 && n === 1 && keys[2] === undefined && this.#setNx(keys[0], args[0], args[1])) {
+      this.#zrem(at(keys, 2), ticket);
+      if (waiting) this.#wake(at(keys, 2), 0, now, args[1]);
+      return [1];
+    }
+    const [held, longest] = this.#longestPttl(keys, n);
     const wait = held ? longest : -2;
-    if (!step && (waiting || (held && args[5] === "1"))) return [0, wait, -1, now];
+    if (step && held && args[5] === "1" && !waiting) step = allInStep();
+    if (!step) return [0, wait, -1, now];
     if (held || ahead > 0) {
       if (args[5] === "1") for (let i = 1; i <= n; i++) this.#enqueue(at(keys, n + i), ticket, luaNumber(args[4]), now);
       if (!held) for (let i = 1; i <= n; i++) this.#wake(at(keys, n + i), undefined, now);
@@ -690,6 +702,7 @@ export class MemoryNode implements RedlockNode {
     const now = this.#scriptNow();
     const limit = keys.length - 1;
     const [slot, ticket, age] = [luaNumber(args[2]), args[3], luaNumber(args[6]) ?? 0];
+    if (ticket === undefined) throw new Error("ERR a line member is missing");
     const q = at(keys, limit + 1);
     const free: number[] = [];
     let soonest = -1;
@@ -742,6 +755,7 @@ export class MemoryNode implements RedlockNode {
   #readAcquire(keys: string[], args: string[]): unknown {
     const now = this.#scriptNow();
     const [member, age] = [args[2], luaNumber(args[5]) ?? 0];
+    if (member === undefined) throw new Error("ERR a line member is missing");
     const q = keys[2];
     const wait = this.#pttl(keys[0]);
     const [ahead, waiting] = this.#waitersAhead(q, member, now, (w) => luaSub(w, -1) === "w");
@@ -765,6 +779,7 @@ export class MemoryNode implements RedlockNode {
   #writeAcquire(keys: string[], args: string[]): unknown {
     const now = this.#scriptNow();
     const [member, age] = [args[2], luaNumber(args[5]) ?? 0];
+    if (member === undefined) throw new Error("ERR a line member is missing");
     const q = keys[2];
     let wait = this.#pttl(keys[0]);
     let held = wait !== -2;
@@ -829,6 +844,12 @@ export class MemoryNode implements RedlockNode {
 
   // The line's Lua (src/scripts/queue.ts), function by function.
 
+  /** Lua `line_read(q)`: every entry, past its deadline or not, smallest ticket first; nothing is dropped. */
+  #lineRaw(q: string | undefined): string[] {
+    const line = this.#line(arg(q));
+    return line ? [...line.members.keys()].sort() : [];
+  }
+
   /** Lua `line_sorted(q)`: drops the waiters whose deadline passed; the others, smallest ticket first. */
   #lineSorted(q: string | undefined, now: number): string[] {
     const key = arg(q);
@@ -865,11 +886,14 @@ export class MemoryNode implements RedlockNode {
     q: string | undefined,
     ticket: string | undefined,
     now: number,
-    counts = (_: string) => true,
+    counts?: (w: string) => boolean,
   ): [number, number] {
-    const m = this.#lineSorted(q, now);
+    // The smallest ticket reads no clock: nobody can be ahead of it (Lua `waiters_ahead`; `writers_ahead` always
+    // reads the live line).
+    const raw = counts ? [] : this.#lineRaw(q);
+    const m = raw[0] !== undefined && raw[0] === ticket ? raw : this.#lineSorted(q, now);
     let ahead = 0;
-    for (const w of m) if (luaLess(w, ticket) && counts(w)) ahead++;
+    for (const w of m) if (luaLess(w, ticket) && (!counts || counts(w))) ahead++;
     return [this.respectQueue ? ahead : 0, m.length];
   }
 
@@ -893,7 +917,7 @@ export class MemoryNode implements RedlockNode {
    * (with `+<hold>` after a grant for at most `hold` ms).
    */
   #wake(q: string | undefined, claimers: number | undefined, now: number, hold?: string): void {
-    const m = this.#lineSorted(q, now);
+    const m = claimers === 0 ? this.#lineRaw(q) : this.#lineSorted(q, now);
     if (m.length === 0) return;
     let c = claimers;
     if (c === undefined) {
@@ -977,6 +1001,18 @@ export class MemoryNode implements RedlockNode {
     }
     if (Number(text) <= 0) throw new Error("ERR invalid expire time in 'set' command");
     this.set(k, v, Number(text));
+  }
+
+  /** `SET key value NX PX px`: the expiry is checked first (as Redis does), then set only where the key is absent. */
+  #setNx(key: string | undefined, value: string | undefined, px: string | undefined): boolean {
+    const text = arg(px);
+    if (!/^-?(0|[1-9][0-9]*)$/.test(text) || !Number.isSafeInteger(Number(text))) {
+      throw new Error("ERR value is not an integer or out of range");
+    }
+    if (Number(text) <= 0) throw new Error("ERR invalid expire time in 'set' command");
+    if (this.#exists(key)) return false;
+    this.#setPx(key, value, px);
+    return true;
   }
 
   #pttl(key: string | undefined): number {

@@ -30,6 +30,7 @@ export const FAIR_ACQUIRE: Script = /* @__PURE__ */ defineScript({
   name: "fair-acquire",
   lua: () => `${KEY_LOCKING}${GREATER}${LONGEST_PTTL}${TAKE}${LINE}local n = tonumber(ARGV[3])
 local ticket, age = ARGV[4], tonumber(ARGV[7]) or 0
+assert(ticket, "a line member is missing")
 local ahead, waiting = 0, false
 for i = 1, n do
   local a, count = waiters_ahead(KEYS[n + i], ticket)

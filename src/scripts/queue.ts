@@ -131,6 +131,7 @@ local function enqueue(q, ticket, life)
     table.sort(l.sorted)
   end
   l.score[ticket] = d
+  if d <= NOW then l.live = false end
   line_keep(q, l)
 end
 local function wake(q, claimers, hold)

@@ -52,6 +52,7 @@ const isRefusal = (reply: unknown) => Array.isArray(reply) && reply[0] === 0;
 export const RW_READ_ACQUIRE: Script = /* @__PURE__ */ defineScript({
   name: "rw-read-acquire",
   lua: () => `${KEY_LOCKING}${LINE}${READERS}${RW_LINE}local member, age = ARGV[3], tonumber(ARGV[6]) or 0
+assert(member, "a line member is missing")
 local q = KEYS[3]
 local wait = redis.call("PTTL", KEYS[1])
 local ahead, waiting = writers_ahead(q, member)
@@ -93,6 +94,7 @@ return {1}`,
 export const RW_WRITE_ACQUIRE: Script = /* @__PURE__ */ defineScript({
   name: "rw-write-acquire",
   lua: () => `${KEY_LOCKING}${GREATER}${LINE}${READERS}${RW_LINE}local member, age = ARGV[3], tonumber(ARGV[6]) or 0
+assert(member, "a line member is missing")
 local q = KEYS[3]
 local wait = redis.call("PTTL", KEYS[1])
 local held = wait ~= -2

@@ -57,6 +57,7 @@ export const FAIR_SEMAPHORE_ACQUIRE: Script = /* @__PURE__ */ defineScript({
   name: "fair-semaphore-acquire",
   lua: () => `${KEY_LOCKING}${LINE}local limit = #KEYS - 1
 local slot, ticket, age = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[7]) or 0
+assert(ticket, "a line member is missing")
 local q = KEYS[limit + 1]
 local free, soonest = {}, -1
 for i = 1, limit do

@@ -38,18 +38,28 @@ export async function linkedNodes(
   );
 }
 
-const NOW_LUA = "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";
+const NOW_LUA = "NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";
+const EXPIRE_AT_LUA = 'redis.call("PEXPIREAT", q, by)';
 
 /**
  * A node whose clock, as the line's Lua reads it (`TIME`), is `offsetMs` away from the real one: every script
- * runs on the real redis-server with its `NOW` shifted. Durations (PX, PTTL) do not depend on the offset.
+ * runs on the real redis-server with its `NOW` shifted, and the line key's absolute expiry shifted back to the real
+ * clock. Durations (PX, PTTL) do not depend on the offset. A line script whose clock this cannot find throws, so a
+ * change to the line's Lua cannot turn the shift off unnoticed.
  */
 export function shiftedNode(node: RedlockNode, offsetMs: number): RedlockNode {
   const cache = new Map<Script, Script>();
   const shift = (script: Script): Script => {
     let shifted = cache.get(script);
     if (!shifted) {
-      const lua = script.lua.includes(NOW_LUA) ? script.lua.replace(NOW_LUA, `${NOW_LUA} + (${offsetMs})`) : script.lua;
+      const line = script.lua.includes("node_now()");
+      if (line && (!script.lua.includes(NOW_LUA) || !script.lua.includes(EXPIRE_AT_LUA)))
+        throw new Error(`shiftedNode: the clock of the line's Lua is not found in ${script.name}`);
+      const lua = line
+        ? script.lua
+            .replace(NOW_LUA, `${NOW_LUA} + (${offsetMs})`)
+            .replace(EXPIRE_AT_LUA, `redis.call("PEXPIREAT", q, by - (${offsetMs}))`)
+        : script.lua;
       shifted = { name: script.name, lua, vote: script.vote };
       cache.set(script, shifted);
     }
