@@ -242,8 +242,13 @@ export class MemoryNode implements RedlockNode {
    * function is asked per request; a subscription asks it with the script name `subscribe`.
    */
   latency: number | ((request: MemoryRequest) => number) = 0;
-  /** Every request received, in order. */
+  /**
+   * The requests received, in order. Past {@link MemoryNode.keptRequests} the oldest tenth goes, so a long
+   * `dev --memory` session stays small.
+   */
   readonly requests: MemoryRequest[] = [];
+  /** At most this many requests are kept in {@link MemoryNode.requests} (default 100,000). */
+  keptRequests = 100_000;
   /** A request the caller gave up on still runs when it arrives (the network delivered it anyway). */
   deliverLate = false;
   /**
@@ -501,6 +506,8 @@ export class MemoryNode implements RedlockNode {
   run(script: Pick<Script, "name">, keys: string[], args: string[], signal: AbortSignal): Promise<unknown> {
     const request: MemoryRequest = { script: script.name, keys, sentAt: this.clock.now() };
     this.requests.push(request);
+    if (this.requests.length > this.keptRequests)
+      this.requests.splice(0, this.requests.length - Math.floor(this.keptRequests * 0.9));
     const latency = typeof this.latency === "function" ? this.latency(request) : this.latency;
     const mode = this.mode;
     return new Promise((resolve, reject) => {
