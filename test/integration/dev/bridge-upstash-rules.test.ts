@@ -150,7 +150,10 @@ describe("allow-key-locking: a flagged script may touch only the keys in KEYS (U
     const acquire = [...sent].find((lua) => lua.includes("KEYS[n + i]"));
     expect(acquire).toBeDefined();
     const derived = (acquire as string).replaceAll("KEYS[n + i]", '(KEYS[i] .. ":fence")');
-    await expect(raw().eval(derived, ["r1"], ["v", "5000", "1"])).rejects.toThrow(`${DYNAMIC}r1:fence`);
+    const ticket = `${String(Date.now()).padStart(16, "0")}${"0".repeat(16)}00200`;
+    await expect(raw().eval(derived, ["r1"], ["v", "5000", "1", ticket, "3000", "1", "0"])).rejects.toThrow(
+      `${DYNAMIC}r1:fence`,
+    );
     expect(await env.tcp[0].exists("r1:fence")).toBe(0); // the script stopped at the undeclared key
   });
 });
