@@ -1002,23 +1002,15 @@ export class MemoryNode implements RedlockNode {
 
   /** SET key value PX ms: the ms must be a positive integer, as Redis reads it. */
   #setPx(key: string | undefined, value: string | undefined, px: string | undefined): void {
-    const [k, v, text] = [arg(key), arg(value), arg(px)];
-    if (!/^-?(0|[1-9][0-9]*)$/.test(text) || !Number.isSafeInteger(Number(text))) {
-      throw new Error("ERR value is not an integer or out of range");
-    }
-    if (Number(text) <= 0) throw new Error("ERR invalid expire time in 'set' command");
-    this.set(k, v, Number(text));
+    const [k, v] = [arg(key), arg(value)];
+    this.set(k, v, expiryOf(px));
   }
 
   /** `SET key value NX PX px`: the expiry is checked first (as Redis does), then set only where the key is absent. */
   #setNx(key: string | undefined, value: string | undefined, px: string | undefined): boolean {
-    const text = arg(px);
-    if (!/^-?(0|[1-9][0-9]*)$/.test(text) || !Number.isSafeInteger(Number(text))) {
-      throw new Error("ERR value is not an integer or out of range");
-    }
-    if (Number(text) <= 0) throw new Error("ERR invalid expire time in 'set' command");
+    const ms = expiryOf(px);
     if (this.#exists(key)) return false;
-    this.#setPx(key, value, px);
+    this.set(arg(key), arg(value), ms);
     return true;
   }
 
@@ -1061,4 +1053,14 @@ export class MemoryNode implements RedlockNode {
     const epoch = this.clock.epoch ? this.clock.epoch() : this.clock.now();
     return Math.max(0, Math.round((epoch + this.clockSkewMs) * 1000));
   }
+}
+
+/** `SET`'s `PX` argument as Redis checks it, before the key is looked at: a positive integer of ms. */
+function expiryOf(px: string | undefined): number {
+  const text = arg(px);
+  if (!/^-?(0|[1-9][0-9]*)$/.test(text) || !Number.isSafeInteger(Number(text))) {
+    throw new Error("ERR value is not an integer or out of range");
+  }
+  if (Number(text) <= 0) throw new Error("ERR invalid expire time in 'set' command");
+  return Number(text);
 }

@@ -49,6 +49,9 @@ local function node_now()
   return NOW
 end
 local LINES = {}
+local function line_expiry(last)
+  return math.ceil(last / ${LINE_KEEP_STEP_MS}) * ${LINE_KEEP_STEP_MS} + ${LINE_LINGER_MS}
+end
 local function line_read(q)
   local l = LINES[q]
   if l then return l end
@@ -60,7 +63,7 @@ local function line_read(q)
   end
   if #r > 0 then
     table.sort(l.sorted)
-    l.by = math.ceil(tonumber(r[#r]) / ${LINE_KEEP_STEP_MS}) * ${LINE_KEEP_STEP_MS} + ${LINE_LINGER_MS}
+    l.by = line_expiry(tonumber(r[#r]))
     l.live = false
   end
   LINES[q] = l
@@ -83,7 +86,7 @@ local function line_keep(q, l)
   for _, d in pairs(l.score) do
     if not last or d > last then last = d end
   end
-  local by = last and math.ceil(last / ${LINE_KEEP_STEP_MS}) * ${LINE_KEEP_STEP_MS} + ${LINE_LINGER_MS}
+  local by = last and line_expiry(last)
   if by and by ~= l.by then redis.call("PEXPIREAT", q, by) end
   l.by = by
 end
