@@ -38,6 +38,8 @@ export class NaiveSemaphoreError extends Error {
 export interface NaiveOptions {
   /** Each request's timeout in ms. */
   nodeTimeout: number;
+  /** A permit's release: each request's timeout in ms (default `nodeTimeout`). */
+  releaseTimeout?: number;
   /** As the lock's (default 0.01): drift = ttl × driftFactor + 2 ms. */
   driftFactor?: number;
   /** Wait between attempts: retryDelay ± retryJitter ms (default 200 ± 100, as the lock's). */
@@ -55,27 +57,17 @@ export interface NaiveOptions {
  */
 export class NaiveSemaphore {
   readonly #nodes: Redis[];
+  readonly #releaseNodes: Redis[];
   readonly #key: string;
   readonly #limit: number;
   readonly #options: Required<NaiveOptions>;
   readonly #quorum: number;
 
   constructor(nodes: { url: string; token: string }[], key: string, limit: number, options: NaiveOptions) {
-    this.#options = { driftFactor: 0.01, retryDelay: 200, retryJitter: 100, ...options };
-    const timeout = this.#options.nodeTimeout;
-    this.#nodes = nodes.map(
-      (node) =>
-        new Redis({
-          url: node.url,
-          token: node.token,
-          retry: { retries: 0 },
-          enableAutoPipelining: false,
-          automaticDeserialization: false,
-          enableTelemetry: false,
-          // Called once per request: every request gets its own timeout and throws when it runs out.
-          signal: () => AbortSignal.timeout(timeout),
-        }),
-    );
+    const releaseTimeout = options.releaseTimeout ?? options.nodeTimeout;
+    this.#options = { driftFactor: 0.01, retryDelay: 200, retryJitter: 100, ...options, releaseTimeout };
+    this.#nodes = nodes.map((node) => naiveClient(node, this.#options.nodeTimeout));
+    this.#releaseNodes = nodes.map((node) => naiveClient(node, releaseTimeout));
     this.#key = naiveKey(key);
     this.#limit = limit;
     this.#quorum = Math.floor(nodes.length / 2) + 1;
@@ -93,9 +85,9 @@ export class NaiveSemaphore {
       const admitted = await this.#round(member, ttl);
       const validityMs = ttl - (performance.now() - t1) - (ttl * driftFactor + 2);
       if (admitted >= this.#quorum && validityMs > 0 && !signal?.aborted) {
-        return { validityMs, release: () => this.#release(member) };
+        return { validityMs, release: () => this.#release(this.#releaseNodes, member) };
       }
-      await this.#release(member);
+      await this.#release(this.#nodes, member);
       signal?.throwIfAborted();
       const delay = retryDelay + (2 * Math.random() - 1) * retryJitter;
       if (performance.now() + delay - called > maxWait)
@@ -126,12 +118,27 @@ export class NaiveSemaphore {
     });
   }
 
-  async #release(member: string): Promise<number> {
+  /** Removes `member` through `nodes` (an attempt's undo waits `nodeTimeout`, a permit's `releaseTimeout`). */
+  async #release(nodes: Redis[], member: string): Promise<number> {
     const removed = await Promise.all(
-      this.#nodes.map((node) => node.eval(NAIVE_RELEASE, [this.#key], [member]).then(Number, () => 0)),
+      nodes.map((node) => node.eval(NAIVE_RELEASE, [this.#key], [member]).then(Number, () => 0)),
     );
     return removed.reduce((a, b) => a + b, 0);
   }
+}
+
+/** One node's client: no retries, no pipelining, raw replies, `timeout` ms per request. */
+function naiveClient(node: { url: string; token: string }, timeout: number): Redis {
+  return new Redis({
+    url: node.url,
+    token: node.token,
+    retry: { retries: 0 },
+    enableAutoPipelining: false,
+    automaticDeserialization: false,
+    enableTelemetry: false,
+    // Called once per request: every request gets its own timeout and throws when it runs out.
+    signal: () => AbortSignal.timeout(timeout),
+  });
 }
 
 /** 20 random bytes, hex: unique per attempt. */
