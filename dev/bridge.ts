@@ -152,6 +152,7 @@ export class Bridge {
   setFaults(patch: Partial<Faults>): void {
     const faults = this.#gate.set(patch);
     this.#keyLocking.accept = !faults.rejectKeyLocking;
+    this.#keyLocking.refuse(faults.refuseScriptPublish ? ["PUBLISH"] : []);
     this.backend.rejectKeyLocking?.(faults.rejectKeyLocking);
     this.onFaults?.(faults);
   }
@@ -179,7 +180,10 @@ export class Bridge {
     return linkUrl(link);
   }
 
-  /** Merges the faults of one link (see {@link Bridge.addLink}); `rejectKeyLocking` is node-wide only. */
+  /**
+   * Merges the faults of one link (see {@link Bridge.addLink}); `rejectKeyLocking` and `refuseScriptPublish` are
+   * node-wide only.
+   */
   setLinkFaults(name: string, patch: Partial<Faults>): void {
     const link = this.#links.get(name);
     if (!link) throw new Error(`no such link: ${name}`);

@@ -33,6 +33,12 @@ export interface Faults {
    */
   rejectKeyLocking: boolean;
   /**
+   * (Node-wide only; the redis-server backend.) A script with the `allow-key-locking` flag may not PUBLISH: its
+   * `redis.call("PUBLISH", …)` fails as a database-wide command does, `redis.pcall` returns that error. How the
+   * bridge plays a database that takes PUBLISH on its own but not from a flagged script. Default false.
+   */
+  refuseScriptPublish: boolean;
+  /**
    * (Node-wide only.) Pause this long between two members of a `/pipeline` request, so a test can land
    * another client's command between them (Upstash's pipelines are not atomic; the bridge runs their
    * members one by one either way). Default 0: no pause.
@@ -61,6 +67,7 @@ export const NO_FAULTS: Readonly<Faults> = Object.freeze({
   status: null,
   garbage: null,
   rejectKeyLocking: false,
+  refuseScriptPublish: false,
   pipelineGapMs: 0,
   dropMessages: 0,
   messageDelayMs: 0,
@@ -150,6 +157,7 @@ export function parseFaults(body: string): Partial<Faults> {
   if ("cut" in raw) patch.cut = Boolean(raw.cut);
   if ("status" in raw) patch.status = raw.status === null ? null : Number(raw.status);
   if ("rejectKeyLocking" in raw) patch.rejectKeyLocking = Boolean(raw.rejectKeyLocking);
+  if ("refuseScriptPublish" in raw) patch.refuseScriptPublish = Boolean(raw.refuseScriptPublish);
   if ("pipelineGapMs" in raw) patch.pipelineGapMs = Math.max(0, Number(raw.pipelineGapMs) || 0);
   if ("dropMessages" in raw) patch.dropMessages = Math.max(0, Math.floor(Number(raw.dropMessages)) || 0);
   if ("messageDelayMs" in raw) patch.messageDelayMs = Math.max(0, Number(raw.messageDelayMs) || 0);

@@ -27,13 +27,18 @@ export function unknownCommandError(command: string): string {
  * `pcall` refuse an undeclared key or a database-wide command before running it. `call` raises the
  * error as Redis does for a failed command; `pcall` returns it.
  */
-export const KEY_GUARD_PRELUDE = buildPrelude();
+export const KEY_GUARD_PRELUDE = keyGuardPrelude();
 
-function buildPrelude(): string {
+/**
+ * {@link KEY_GUARD_PRELUDE}, refusing also the commands in `refused` as a flagged script's (with
+ * {@link databaseWideError}'s words): how the bridge plays a database that takes a command, PUBLISH say, on its
+ * own but not from a flagged script.
+ */
+export function keyGuardPrelude(refused: readonly string[] = []): string {
   const specs = Object.entries(KEY_SPECS)
     .map(([name, spec]) => `[${lua(name)}]={${spec.first},${spec.last},${spec.step},${spec.numkeys ?? 0}}`)
     .join(",");
-  const wide = DATABASE_WIDE.map((name) => `[${lua(name)}]=${lua(databaseWideError(name))}`).join(",");
+  const wide = [...DATABASE_WIDE, ...refused].map((name) => `[${lua(name)}]=${lua(databaseWideError(name))}`).join(",");
   const [unknownHead, unknownTail] = unknownCommandError("\0").split("\0");
   return [
     "local redis = (function(real)",

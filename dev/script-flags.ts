@@ -1,7 +1,7 @@
 // Upstash's `allow-key-locking` script flag on top of plain Redis 7, which rejects the flag: the bridge
 // runs a flagged script without the flag and with a guard that enforces Upstash's rules for it.
 import { createHash } from "node:crypto";
-import { KEY_GUARD_PRELUDE } from "./key-guard-lua.ts";
+import { KEY_GUARD_PRELUDE, keyGuardPrelude } from "./key-guard-lua.ts";
 
 const FLAG = "allow-key-locking";
 const SHEBANG = /^#!lua(?:[ \t]+flags=([^\n]*))?\n/;
@@ -14,19 +14,19 @@ export function sha1(text: string): string {
 /**
  * The script Redis runs for `lua`, or undefined when `lua` does not carry the key-locking flag: the
  * flag goes (other flags stay; the shebang line too when it was the only flag), and the body's first
- * line starts with {@link KEY_GUARD_PRELUDE}, so that line numbers stay the script's own.
+ * line starts with `prelude` ({@link KEY_GUARD_PRELUDE}), so that line numbers stay the script's own.
  * @example
  * // "local redis = … return redis.call(…)":
  * guarded("#!lua flags=allow-key-locking\nreturn redis.call('GET', KEYS[1])");
  */
-export function guarded(lua: string): string | undefined {
+export function guarded(lua: string, prelude = KEY_GUARD_PRELUDE): string | undefined {
   const match = SHEBANG.exec(lua);
   if (!match?.[1]) return undefined;
   const flags = match[1].split(",").map((flag) => flag.trim());
   if (!flags.includes(FLAG)) return undefined;
   const rest = flags.filter((flag) => flag !== FLAG && flag !== "");
   const shebang = rest.length === 0 ? "" : `#!lua flags=${rest.join(",")}\n`;
-  return `${shebang}${KEY_GUARD_PRELUDE} ${lua.slice(match[0].length)}`;
+  return `${shebang}${prelude} ${lua.slice(match[0].length)}`;
 }
 
 /**
@@ -38,6 +38,8 @@ export function guarded(lua: string): string | undefined {
  */
 export class KeyLockingShim {
   accept = true;
+  #refused: readonly string[] = [];
+  #prelude = KEY_GUARD_PRELUDE;
   /** SHA of a flagged script a client sent → SHA of the guarded script Redis runs (a translation only). */
   readonly #shas = new Map<string, string>();
   /** The reverse, to name the client's SHA in Redis' error texts. */
@@ -72,6 +74,17 @@ export class KeyLockingShim {
     return false;
   }
 
+  /**
+   * Commands a flagged script may not call from now on (upper case; PUBLISH for the `refuseScriptPublish` fault).
+   * The translations are forgotten: the next EVALSHA answers NOSCRIPT and the EVAL after it runs the new guard.
+   */
+  refuse(commands: readonly string[]): void {
+    if (commands.join() === this.#refused.join()) return;
+    this.#refused = [...commands];
+    this.#prelude = keyGuardPrelude(commands);
+    this.forget();
+  }
+
   /** Forgets the SHA translations (Redis' script cache decides what exists either way). */
   forget(): void {
     this.#shas.clear();
@@ -94,7 +107,7 @@ export class KeyLockingShim {
   }
 
   #register(lua: string): string {
-    const runs = guarded(lua);
+    const runs = guarded(lua, this.#prelude);
     if (runs === undefined) return lua;
     const [client, redis] = [sha1(lua), sha1(runs)];
     this.#shas.set(client, redis);

@@ -71,7 +71,9 @@ export async function checkNodes(nodes: readonly NodeConfig[], options: DoctorOp
   // 2b. Wakeups: a subscription on each node, and a message published to it.
   await Promise.all(
     reachable.map(async (i) => {
-      health[i].wakeups = await checkWakeups(nodes[i], calls[i], `${PROBE_PREFIX}wake:${run}:${i}`, o.timeout);
+      const channel = `${PROBE_PREFIX}wake:${run}:${i}`;
+      const flagged = health[i].keyLocking === "accepted";
+      health[i].wakeups = await checkWakeups(nodes[i], calls[i], channel, { timeout: o.timeout, flagged });
     }),
   );
 

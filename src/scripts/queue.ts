@@ -39,6 +39,8 @@ const SHOWN = 8;
  *   window (the 5 digits after the ticket's 32), so their deadlines shrink to it; the one listed after them learns it
  *   is next. A grant that holds the resource for `hold` ms at most (its ttl) adds `+<hold>`: until then only a
  *   release, which publishes, can free it.
+ *   The PUBLISH is a `pcall`: a database that refuses it from a script loses the wakeup (waiters fall back to the
+ *   times the nodes gave them), never the script's own writes or reply.
  */
 export const LINE = `local NOW = false
 local function node_now()
@@ -165,6 +167,6 @@ local function wake(q, claimers, hold)
   local channel = "${WAKE_PREFIX}" .. string.sub(redis.sha1hex(q), 1, 20)
   local payload = claimers .. " " .. table.concat(shown, " ")
   if claimers == 0 and hold then payload = payload .. " +" .. hold end
-  redis.call("PUBLISH", channel, payload)
+  redis.pcall("PUBLISH", channel, payload)
 end
 `;

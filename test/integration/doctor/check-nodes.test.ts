@@ -1,6 +1,6 @@
 // checkNodes against the real cluster: healthy, the same database twice, a node down, slow nodes,
-// the key-locking flag refused, eviction on, a refused token, credentials in a URL, a node whose scripts cannot
-// publish, and no secret in any report;
+// the key-locking flag refused, eviction on, a refused token, credentials in a URL, a node whose scripts (or only
+// its flagged scripts) cannot publish, and no secret in any report;
 // every script the library may send run on every node: an engine that refuses a write after TIME fails it.
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -152,6 +152,18 @@ describe("checkNodes", () => {
     // The probes, the wakeup check, every trial, and the trial lock's first run of each of its three scripts (an EVAL
     // loads it).
     expect(evals).toEqual(Array(5).fill(2 + 1 + SCRIPT_TRIALS.length + 3));
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it("publishes from a flagged script, as the line's scripts run: a node that refuses that is reported", async () => {
+    await env.admins[1].faults({ refuseScriptPublish: true });
+    const report = await checkNodes(configs(), fast);
+    expect(report.nodes[1].keyLocking).toBe("accepted");
+    expect(report.nodes[1].wakeups).toMatch(
+      /^PUBLISH from a script failed \(.*PUBLISH is not allowed in Lua scripts when 'allow-key-locking'/,
+    );
+    expect(report.nodes.filter((n) => n.wakeups === "delivered")).toHaveLength(4);
+    expect(check(report, "wakeups")!.status).toBe("warn");
     expect(await leftovers()).toEqual([]);
   });
 
