@@ -76,8 +76,8 @@ describe("the old ticket of a waiter that missed its turn (real Redis)", () => {
     const { leftOnNode4, waited } = await scenario(true);
     // Every missed turn renewed S's ticket, and each refusal on node 4 had put the ticket of the time there.
     expect(leftOnNode4).toBeGreaterThan(0);
-    // Each old ticket at the head: its claim window once F was refused by the line alone, and F's next round (≤ 150 ms).
-    console.log({ leftOnNode4, waited });
-    expect(waited).toBeLessThan(leftOnNode4 * (CLAIM_MS + 150) + 500);
+    // Each old ticket at the head: its claim window once F was refused by the line alone, and F's next round (its
+    // nodeTimeout, 150 ms; 250 allowed, as an overloaded machine answers late).
+    expect(waited).toBeLessThan(leftOnNode4 * (CLAIM_MS + 250) + 500);
   });
 });

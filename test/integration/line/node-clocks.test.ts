@@ -32,8 +32,9 @@ describe("nodes whose clocks differ", () => {
     await lock.release();
     await sleep(100);
     // Behind a holder of 2 s a waiter asks once, subscribes twice and asks again when woken or at the holder's
-    // expiry: about 20 requests (woken-waiting.test.ts). Here it loops with no wait at all.
-    expect(counted.sent.length, `${waited} ms, ${tally(counted.sent)}`).toBeLessThanOrEqual(40);
+    // expiry: about 20 requests (woken-waiting.test.ts), 22 to 42 here (more on an overloaded machine). A waiter that
+    // loops with no wait at all sends hundreds.
+    expect(counted.sent.length, `${waited} ms, ${tally(counted.sent)}`).toBeLessThanOrEqual(60);
     await holder.release().catch(() => undefined);
   });
 });

@@ -34,8 +34,9 @@ describe("using on the real cluster", () => {
     expect(result).toBe("kept");
     await settle(env);
     const evalsha = await extendsAt();
-    // 1 acquire + ≥ 4 extensions (every ~300 ms over 1.5 s) + 1 release on every node.
-    for (const count of evalsha) expect(count).toBeGreaterThanOrEqual(6);
+    // 1 acquire + extensions + 1 release on every node: every ~300 ms over 1.5 s is 4 extensions; the 600 ms ttl
+    // needs 2 to last, and an overloaded machine that fires the timers late still sends 3.
+    for (const count of evalsha) expect(count).toBeGreaterThanOrEqual(5);
     for (const tcp of env.tcp) expect(await tcp.exists("using:a")).toBe(0);
   });
 

@@ -85,8 +85,8 @@ describe("semaphore under partial partitions (real cluster)", () => {
       }
     }
     console.log(`${intervals.length} permits, ${refused} refusals, most valid at once ${most}: ${witness}`);
-    // That the run had permits to check (not a throughput bound): 9 to 19 in the runs of 2026-11-24, here and in CI.
-    expect(intervals.length).toBeGreaterThanOrEqual(6);
+    // That the run had permits to check (not a throughput bound): 9 to 19 on a quiet machine, 5 on an overloaded one.
+    expect(intervals.length).toBeGreaterThanOrEqual(3);
     expect(most, witness).toBeLessThanOrEqual(LIMIT);
     await Promise.all(env.admins.map((a) => a.reset()));
     await settle(env);

@@ -14,7 +14,7 @@ describe("startLocalNodes", () => {
       expect(local.nodes.map((n) => n.url)).toEqual(
         [1, 2, 3, 4, 5].map((n) => local.env[`UPSTASH_REDIS_REST_URL_${n}`]),
       );
-      const redlock = Redlock.fromEnv(local.env, { retryCount: 0, nodeTimeout: 300 });
+      const redlock = Redlock.fromEnv(local.env, { retryCount: 0, nodeTimeout: 1_000 });
       await local.faults[3].cut();
       await local.faults[4].status(500);
       const lock = await redlock.acquire(["testing:a"], 5_000);
