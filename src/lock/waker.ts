@@ -270,6 +270,8 @@ export class Waker {
     } finally {
       this.#wake = undefined;
       this.#extend = undefined;
+      // Done with `both`: where it is not AbortSignal.any, this takes its listener off the acquisition's signal.
+      early.abort();
     }
   }
 

@@ -128,20 +128,32 @@ function sharedTimeout(ms: number): Deadline {
 
 /**
  * Aborts when any of the given signals aborts, with that signal's reason.
- * Uses `AbortSignal.any` where the runtime has it.
+ * Uses `AbortSignal.any` where the runtime has it; elsewhere its listeners on the given signals go once it aborts,
+ * so abort one of them (a signal of its own) when done with it.
  */
 export function anySignal(signals: (AbortSignal | undefined)[]): AbortSignal {
   const present = signals.filter((s): s is AbortSignal => s !== undefined);
   if (present.length === 1) return present[0];
   if (typeof AbortSignal.any === "function") return AbortSignal.any(present);
   const controller = new AbortController();
+  const listeners: [AbortSignal, () => void][] = [];
+  // Once it aborts, the others forget it: a long-lived signal (a caller's) does not gather one listener per use.
+  const forget = () => {
+    for (const [signal, listener] of listeners) signal.removeEventListener("abort", listener);
+  };
   for (const signal of present) {
     if (signal.aborted) {
       controller.abort(signal.reason);
       break;
     }
-    signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+    const listener = () => {
+      controller.abort(signal.reason);
+      forget();
+    };
+    listeners.push([signal, listener]);
+    signal.addEventListener("abort", listener, { once: true });
   }
+  if (controller.signal.aborted) forget();
   return controller.signal;
 }
 
