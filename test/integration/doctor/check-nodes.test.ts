@@ -132,6 +132,8 @@ describe("checkNodes", () => {
     expect(report.ok).toBe(true);
     expect(report.nodes.map((n) => n.keyLocking)).toEqual(["accepted", "rejected", "accepted", "accepted", "accepted"]);
     expect(report.nodes[1].scripts).toBe("ok");
+    // Its wakeup check publishes without the flag, as the library's scripts then run there.
+    expect(report.nodes.map((n) => n.wakeups)).toEqual(Array(5).fill("delivered"));
     expect(check(report, "key-locking")!.message).toBe(
       "accepted on 4; rejected on node 2: the library falls back to scripts without the flag there",
     );
