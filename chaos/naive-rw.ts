@@ -4,7 +4,8 @@
 // releases (also after a failed attempt). A counter cannot tell whose count a release takes away: a release that
 // reaches a node the reader was never counted on (a refused attempt's cleanup, a partition) takes another reader's
 // count, and a writer is let in beside it (docs/SAFETY.md, "Read-write locks"). Never use it.
-import { Redis } from "@upstash/redis";
+import type { Redis } from "@upstash/redis";
+import { naiveClient } from "./naive-semaphore.ts";
 
 /** Where the naive lock lives on every node (apart from the library's reserved `edge-redlock:` keys). */
 export const naiveRwKeys = (key: string) => [`chaos:naive-rw:${key}:writer`, `chaos:naive-rw:${key}:readers`];
@@ -51,18 +52,7 @@ export class NaiveReadWrite {
   readonly #quorum: number;
 
   constructor(nodes: { url: string; token: string }[], key: string, options: { nodeTimeout: number }) {
-    this.#nodes = nodes.map(
-      (node) =>
-        new Redis({
-          url: node.url,
-          token: node.token,
-          retry: { retries: 0 },
-          enableAutoPipelining: false,
-          automaticDeserialization: false,
-          enableTelemetry: false,
-          signal: () => AbortSignal.timeout(options.nodeTimeout),
-        }),
-    );
+    this.#nodes = nodes.map((node) => naiveClient(node, options.nodeTimeout));
     this.#keys = naiveRwKeys(key);
     this.#quorum = Math.floor(nodes.length / 2) + 1;
   }

@@ -127,8 +127,12 @@ export class NaiveSemaphore {
   }
 }
 
-/** One node's client: no retries, no pipelining, raw replies, `timeout` ms per request. */
-function naiveClient(node: { url: string; token: string }, timeout: number): Redis {
+/**
+ * One node's client for the naive controls: no retries, no pipelining, raw replies, `timeout` ms per request.
+ * @example
+ * const node = naiveClient({ url, token }, 150);
+ */
+export function naiveClient(node: { url: string; token: string }, timeout: number): Redis {
   return new Redis({
     url: node.url,
     token: node.token,
