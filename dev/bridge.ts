@@ -148,8 +148,13 @@ export class Bridge {
     this.backend.close();
   }
 
-  /** Merges node-wide fault settings; clearing `hang` lets the hung requests go on. */
+  /**
+   * Merges node-wide fault settings; clearing `hang` lets the hung requests go on.
+   * @throws {Error} for `refuseScriptPublish` on a backend that runs no Lua (memory nodes), where it could not act.
+   */
   setFaults(patch: Partial<Faults>): void {
+    if (patch.refuseScriptPublish && !this.backend.rewritesFlaggedScripts)
+      throw new Error("refuseScriptPublish needs the redis-server backend: a memory node runs no Lua to refuse it in");
     const faults = this.#gate.set(patch);
     this.#keyLocking.accept = !faults.rejectKeyLocking;
     this.#keyLocking.refuse(faults.refuseScriptPublish ? ["PUBLISH"] : []);

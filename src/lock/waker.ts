@@ -144,17 +144,24 @@ export class Waker {
 
   /**
    * Notes the waiter's place in line (`position`, 0: first) at its latest refusal, and subscribes on up to
-   * {@link LISTENED_NODES} nodes that answered `votes` (and can subscribe), or {@link LISTENED_NODES_BEHIND} for a
-   * waiter at place 2 or further back, unless a subscription is live or being opened. `afford()` is asked before
-   * each (a subscription is one request of the budget).
+   * {@link LISTENED_NODES} nodes that answered `votes` (and can subscribe; taken in turn from a random one), or
+   * {@link LISTENED_NODES_BEHIND} for a waiter at place 2 or further back, unless a subscription is live or being
+   * opened. `afford()` is asked before each (a subscription is one request of the budget).
    */
   listen(votes: readonly NodeVote[], afford: () => boolean, position: number | undefined): void {
     this.#position = position;
     if (this.#alive > 0 || this.#opening > 0 || this.#rounds >= SUBSCRIBE_ROUNDS || this.#stop.signal.aborted) return;
     const { nodes } = this.#options;
-    const chosen = votes
-      .filter((v) => (v.outcome === "denied" || v.outcome === "granted") && nodes[v.node].subscribe !== undefined)
-      .slice(0, this.#behind ? LISTENED_NODES_BEHIND : LISTENED_NODES);
+    const answered = votes.filter(
+      (v) => (v.outcome === "denied" || v.outcome === "granted") && nodes[v.node].subscribe !== undefined,
+    );
+    // From a random one of them on: the line's streams spread over the nodes, and nodes that lose wakeups (cut
+    // streams, a proxy that buffers, a refused PUBLISH) silence only the waiters that happened to pick them.
+    const from = Math.floor(randomUnit() * answered.length);
+    const chosen = [...answered.slice(from), ...answered.slice(0, from)].slice(
+      0,
+      this.#behind ? LISTENED_NODES_BEHIND : LISTENED_NODES,
+    );
     if (chosen.length === 0) return;
     this.#rounds++;
     for (const vote of chosen) {
