@@ -85,6 +85,8 @@ interface Failed {
   waitMs?: number;
   /** A split vote's partial grants are undone before the retry, so the next round finds the key free. */
   settleFirst?: boolean;
+  /** The nodes that answered the grant round, the fastest first. */
+  answered?: readonly number[];
 }
 
 /**
@@ -141,7 +143,8 @@ export async function acquire<T extends Lock>(
             signal,
           });
         const position = queuePosition(outcome.failed.votes);
-        if (waker && failures === 0) waker.listen(outcome.failed.votes, () => spend.extra(1), position);
+        if (waker && failures === 0)
+          waker.listen(outcome.failed.votes, () => spend.extra(1), { position, answered: outcome.answered });
         const elapsed = clock.now() - began;
         let informed = waker ? informedWait(outcome, waker, policy, waiter as Line) : outcome.waitMs;
         // A woken waiter's fallback is only its latest time to ask: with maxWait, it asks once more at the end;
@@ -408,6 +411,7 @@ async function attempt<T extends Lock>(
       stale,
       waitMs,
       settleFirst: waiter !== undefined && granted > 0,
+      answered: grant.round.order,
     };
   }
 }

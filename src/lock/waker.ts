@@ -82,6 +82,29 @@ export function readWakeup(
   return { behind: window + windowOf(listed[claimers]) + 2 * NEXT_MARGIN_MS, after };
 }
 
+/**
+ * Which of the nodes that answered (`eligible`) a waiter listens on, `count` of them: with two, the one that answered
+ * first (`fastest`: the answer order; it is likely the first to publish a release too) and a random other; with one, a
+ * random one. Random, so the line's streams spread over the nodes and nodes that lose wakeups (a cut stream, a
+ * buffering proxy, a refused PUBLISH) silence only the waiters that picked them.
+ * @example
+ * ```ts
+ * listenedNodes([0, 1, 2, 3, 4], [3, 0, 4], 2); // [3, and one of 0, 1, 2, 4]
+ * ```
+ */
+export function listenedNodes(eligible: readonly number[], fastest: readonly number[], count: number): number[] {
+  const rest = [...eligible];
+  const chosen: number[] = [];
+  const first = count > 1 ? fastest.find((node) => rest.includes(node)) : undefined;
+  if (first !== undefined) {
+    chosen.push(first);
+    rest.splice(rest.indexOf(first), 1);
+  }
+  while (chosen.length < count && rest.length > 0)
+    chosen.push(rest.splice(Math.floor(randomUnit() * rest.length), 1)[0]);
+  return chosen;
+}
+
 /** What a {@link Waker} needs of its acquisition. */
 export interface WakerOptions {
   nodes: readonly RedlockNode[];
@@ -144,30 +167,33 @@ export class Waker {
 
   /**
    * Notes the waiter's place in line (`position`, 0: first) at its latest refusal, and subscribes on up to
-   * {@link LISTENED_NODES} nodes that answered `votes` (and can subscribe; taken in turn from a random one), or
-   * {@link LISTENED_NODES_BEHIND} for a waiter at place 2 or further back, unless a subscription is live or being
-   * opened. `afford()` is asked before each (a subscription is one request of the budget).
+   * {@link LISTENED_NODES} nodes that answered `votes` (and can subscribe; see {@link listenedNodes}, with `answered`
+   * the order their answers came in), or {@link LISTENED_NODES_BEHIND} for a waiter at place 2 or further back, unless
+   * a subscription is live or being opened. `afford()` is asked before each (a subscription is one request of the
+   * budget).
    */
-  listen(votes: readonly NodeVote[], afford: () => boolean, position: number | undefined): void {
-    this.#position = position;
+  listen(
+    votes: readonly NodeVote[],
+    afford: () => boolean,
+    at: { position: number | undefined; answered?: readonly number[] },
+  ): void {
+    this.#position = at.position;
     if (this.#alive > 0 || this.#opening > 0 || this.#rounds >= SUBSCRIBE_ROUNDS || this.#stop.signal.aborted) return;
     const { nodes } = this.#options;
     const answered = votes.filter(
       (v) => (v.outcome === "denied" || v.outcome === "granted") && nodes[v.node].subscribe !== undefined,
     );
-    // From a random one of them on: the line's streams spread over the nodes, and nodes that lose wakeups (cut
-    // streams, a proxy that buffers, a refused PUBLISH) silence only the waiters that happened to pick them.
-    const from = Math.floor(randomUnit() * answered.length);
-    const chosen = [...answered.slice(from), ...answered.slice(0, from)].slice(
-      0,
+    const chosen = listenedNodes(
+      answered.map((v) => v.node),
+      at.answered ?? [],
       this.#behind ? LISTENED_NODES_BEHIND : LISTENED_NODES,
     );
     if (chosen.length === 0) return;
     this.#rounds++;
-    for (const vote of chosen) {
+    for (const node of chosen) {
       if (!afford()) return;
       this.#opening++;
-      void this.#subscribe(nodes[vote.node]);
+      void this.#subscribe(nodes[node]);
     }
   }
 

@@ -41,6 +41,8 @@ export interface Round {
   errors: number;
   /** Per node, in node order; `unanswered` when the round was decided first. */
   votes: NodeVote[];
+  /** The nodes whose answers decided the round, in the order they came: the fastest first. */
+  order?: number[];
   /** Per node, the vote whenever it arrives (stragglers included). */
   settled: Promise<Vote>[];
 }
@@ -60,6 +62,7 @@ export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<
   /** Per node, the abort of its request while it is out; undefined once it settled. */
   const out: (AnnouncingController | undefined)[] = new Array(count);
   const votes: (Vote | undefined)[] = new Array(count);
+  const order: number[] = [];
   const settled: Promise<Vote>[] = new Array(count);
   let outstanding = count;
   let granted = 0;
@@ -90,6 +93,7 @@ export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<
     }
     if (decided) return vote;
     votes[node] = vote;
+    order.push(node);
     if (vote.outcome === "granted") granted++;
     else if (vote.outcome === "denied") denied++;
     else errors++;
@@ -106,7 +110,7 @@ export function fanOut(count: number, ask: Ask, options: RoundOptions): Promise<
         const v = votes[i];
         nodeVotes[i] = v === undefined ? { outcome: "unanswered", node: i } : { ...v, node: i };
       }
-      resolveRound({ granted, denied, errors, votes: nodeVotes, settled });
+      resolveRound({ granted, denied, errors, votes: nodeVotes, order, settled });
     }
     return vote;
   };
