@@ -38,7 +38,6 @@ export function guarded(lua: string, prelude = KEY_GUARD_PRELUDE): string | unde
  */
 export class KeyLockingShim {
   accept = true;
-  #refused: readonly string[] = [];
   #prelude = KEY_GUARD_PRELUDE;
   /** SHA of a flagged script a client sent → SHA of the guarded script Redis runs (a translation only). */
   readonly #shas = new Map<string, string>();
@@ -79,9 +78,9 @@ export class KeyLockingShim {
    * The translations are forgotten: the next EVALSHA answers NOSCRIPT and the EVAL after it runs the new guard.
    */
   refuse(commands: readonly string[]): void {
-    if (commands.join() === this.#refused.join()) return;
-    this.#refused = [...commands];
-    this.#prelude = keyGuardPrelude(commands);
+    const prelude = keyGuardPrelude(commands);
+    if (prelude === this.#prelude) return;
+    this.#prelude = prelude;
     this.forget();
   }
 

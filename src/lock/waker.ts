@@ -180,11 +180,11 @@ export class Waker {
     this.#position = at.position;
     if (this.#alive > 0 || this.#opening > 0 || this.#rounds >= SUBSCRIBE_ROUNDS || this.#stop.signal.aborted) return;
     const { nodes } = this.#options;
-    const answered = votes.filter(
+    const eligible = votes.filter(
       (v) => (v.outcome === "denied" || v.outcome === "granted") && nodes[v.node].subscribe !== undefined,
     );
     const chosen = listenedNodes(
-      answered.map((v) => v.node),
+      eligible.map((v) => v.node),
       at.answered ?? [],
       this.#behind ? LISTENED_NODES_BEHIND : LISTENED_NODES,
     );
