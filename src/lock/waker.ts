@@ -28,6 +28,17 @@ const EXTEND_JITTER_MS = 5;
 const NEXT_MARGIN_MS = 20;
 
 /**
+ * The reason the waker's own controllers abort with (a watch or a sleep that is over, a stream it cuts): made once,
+ * because an `abort()` without a reason builds a `DOMException` and its stack each time, and a waiter ends a watch on
+ * most wakeups it hears. It never reaches the caller: only the acquisition's own signal's reason does.
+ */
+const OVER = new DOMException("the waiter is done with it", "AbortError");
+
+/** At most this many line keys keep their channel name (see {@link wakeChannel}). */
+const CHANNELS_KEPT = 256;
+const channels = new Map<string, string>();
+
+/**
  * The channel of a line's wakeups: {@link WAKE_PREFIX} and 20 hex digits of SHA-1 of the line's key, as the scripts
  * derive it (`redis.sha1hex`). Hex only, so it needs no escaping in a URL path and holds no comma.
  * @example
@@ -36,8 +47,15 @@ const NEXT_MARGIN_MS = 20;
  * ```
  */
 export async function wakeChannel(lineKey: string): Promise<string> {
+  // A hash per subscription is a trip through the runtime's crypto: the names of recent lines are kept. The names,
+  // not promises: on Workers a promise made in one request must not be awaited in another.
+  const known = channels.get(lineKey);
+  if (known !== undefined) return known;
   const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(lineKey));
-  return WAKE_PREFIX + toHex(new Uint8Array(digest)).slice(0, 20);
+  const channel = WAKE_PREFIX + toHex(new Uint8Array(digest)).slice(0, 20);
+  if (channels.size >= CHANNELS_KEPT) channels.delete(channels.keys().next().value as string);
+  channels.set(lineKey, channel);
+  return channel;
 }
 
 /**
@@ -228,7 +246,7 @@ export class Waker {
       deadline.signal.removeEventListener("abort", late);
       deadline.clear();
       this.#stop.signal.removeEventListener("abort", stop);
-      cut.abort();
+      cut.abort(OVER);
       if (confirmed) {
         this.#alive--;
         // The last stream is gone: ask now, and from now on as often as the waiter asks without one.
@@ -271,7 +289,7 @@ export class Waker {
   }
 
   #clearWatch(): void {
-    this.#watch?.abort();
+    this.#watch?.abort(OVER);
     this.#watch = undefined;
   }
 
@@ -289,7 +307,7 @@ export class Waker {
     const start = clock.now();
     let end = start + ms;
     const early = new AbortController();
-    this.#wake = () => early.abort();
+    this.#wake = () => early.abort(OVER);
     this.#extend = (holdMs) => {
       end = Math.max(end, Math.min(start + limit, clock.now() + holdMs + EXTEND_JITTER_MS * randomUnit()));
     };
@@ -304,7 +322,7 @@ export class Waker {
       this.#wake = undefined;
       this.#extend = undefined;
       // Done with `both`: where it is not AbortSignal.any, this takes its listener off the acquisition's signal.
-      early.abort();
+      early.abort(OVER);
     }
   }
 
@@ -312,6 +330,6 @@ export class Waker {
   close(): void {
     this.#clearWatch();
     this.#wake = undefined;
-    this.#stop.abort();
+    this.#stop.abort(OVER);
   }
 }
