@@ -27,6 +27,8 @@ async function rest(
   signal: AbortSignal | undefined,
 ): Promise<Reply> {
   const deadline = systemClock.timeout(timeout);
+  // Aborted once the request is over: where the runtime has no AbortSignal.any, that drops the listener on `signal`.
+  const over = new AbortController();
   const started = systemClock.now();
   const ms = () => systemClock.now() - started;
   const secrets = [node.token, node.url];
@@ -35,7 +37,7 @@ async function rest(
       method: "POST",
       headers: { authorization: `Bearer ${node.token}`, "content-type": "application/json" },
       body: JSON.stringify(body),
-      signal: anySignal([deadline.signal, signal]),
+      signal: anySignal([deadline.signal, signal, over.signal]),
     });
     const text = await response.text();
     const elapsed = ms();
@@ -77,5 +79,6 @@ async function rest(
     };
   } finally {
     deadline.clear();
+    over.abort();
   }
 }

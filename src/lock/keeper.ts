@@ -100,9 +100,13 @@ export async function holdWhile<L extends Lock, T>(
   how: KeepOptions & { signal?: AbortSignal },
 ): Promise<T> {
   const keeper = keepLock(lock, how);
+  const returned = new AbortController();
   try {
-    return await routine(anySignal([keeper.signal, how.signal]), lock);
+    return await routine(anySignal([keeper.signal, how.signal, returned.signal]), lock);
   } finally {
+    // The routine's signal ends with it (the lock is released next). Where the runtime has no AbortSignal.any, this
+    // also takes the combination's listener off the caller's signal, which may outlive many routines.
+    returned.abort(new DOMException("the routine returned; the lock is being released", "AbortError"));
     await keeper.stop();
     await lock.release();
   }

@@ -1,7 +1,7 @@
 // using() on the simulator: it extends whenever half the ttl is left and releases at the end, also when the routine
 // throws (rethrowing its error) and at the end of an `await using` scope; it aborts the routine's signal when a majority
 // goes down (LockExtensionError), at the expiry while an extension still hangs, at maxHold (MaxHoldError, no further
-// extension), and passes the caller's abort on.
+// extension), and passes the caller's abort on; the routine's signal ends once the routine returned.
 import { describe, expect, it } from "vitest";
 import { LockExtensionError, MaxHoldError } from "../../../src/index.ts";
 import type { VirtualClock } from "../../sim/virtual-clock.ts";
@@ -86,6 +86,37 @@ describe("using", () => {
     );
     expect(result).toMatchObject({ aborted: true, at: 300 });
     expect(String(result.reason)).toContain("shutdown");
+  });
+
+  it("ends the routine's signal once it returned, and leaves no listener on the caller's signal", async () => {
+    const { clock, redlock } = simSetup();
+    const caller = new AbortController();
+    let held = 0;
+    const add = caller.signal.addEventListener.bind(caller.signal);
+    const remove = caller.signal.removeEventListener.bind(caller.signal);
+    caller.signal.addEventListener = ((type: string, listener: EventListener, options?: AddEventListenerOptions) => {
+      if (type === "abort") held++;
+      add(type, listener, options);
+    }) as typeof caller.signal.addEventListener;
+    caller.signal.removeEventListener = ((type: string, listener: EventListener) => {
+      if (type === "abort") held--;
+      remove(type, listener);
+    }) as typeof caller.signal.removeEventListener;
+    // The runtime has no AbortSignal.any: the library combines signals with listeners of its own.
+    const any = AbortSignal.any;
+    (AbortSignal as { any?: unknown }).any = undefined;
+    try {
+      const signals: AbortSignal[] = [];
+      for (let i = 0; i < 20; i++)
+        await clock.run(
+          redlock.using(["job"], 1_000, (signal) => void signals.push(signal), { signal: caller.signal }),
+        );
+      expect(held).toBe(0);
+      expect(signals.every((s) => s.aborted)).toBe(true);
+      expect(caller.signal.aborted).toBe(false);
+    } finally {
+      AbortSignal.any = any;
+    }
   });
 
   it("releases at the end of an `await using` scope", async () => {
