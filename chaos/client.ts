@@ -4,7 +4,7 @@
 // every critical section as it enters (so a crash cannot hide it) and as it ends.
 import { parentPort, workerData } from "node:worker_threads";
 import { Redis } from "@upstash/redis";
-import { Redlock, fencedRead, fencedWrite } from "../src/index.ts";
+import { LockAcquisitionError, Redlock, fencedRead, fencedWrite, type NodeVote } from "../src/index.ts";
 import { NaiveReadWrite } from "./naive-rw.ts";
 import { NaiveSemaphore } from "./naive-semaphore.ts";
 import { sharedNow, type CriticalSectionRecord, type EnterRecord, type MissRecord } from "./records.ts";
@@ -111,6 +111,19 @@ const take = async (signal: AbortSignal): Promise<Held> => {
       : rw.acquireWrite(data.ttl, acquireOptions(signal));
   return redlock.acquire([data.resource], data.ttl, { fencing: true, ...acquireOptions(signal) });
 };
+/** A failed acquisition in a line of the log: its reason, attempt count and last attempts' votes. */
+const missDetail = (error: LockAcquisitionError): string => {
+  const vote = (v: NodeVote) =>
+    v.outcome === "granted"
+      ? "g"
+      : v.outcome === "denied"
+        ? `d${v.position ?? ""}/${v.pttl ?? ""}`
+        : v.outcome === "error"
+          ? "e"
+          : "u";
+  const last = error.attempts.slice(-4).map((a) => `${a.attempt}:${a.votes.map(vote).join(" ")}`);
+  return `${error.reason}, ${error.attempts.length} attempts; ${last.join("; ")}`;
+};
 /** How long a section works: spread over [workMin, workMax], reproducible from what it read (or its sequence). */
 const workFor = (n: number) => workMin + Math.floor((n * 7919 + data.client * 104729) % (workMax - workMin + 1));
 
@@ -125,7 +138,14 @@ for (let seq = 0; !stopping; seq++) {
     lock = await take(acquiring.signal);
   } catch (error) {
     if (acquiring.signal.aborted) continue; // held back by the orchestrator: not a miss
-    const miss: MissRecord = { type: "miss", client: data.client, at: sharedNow(), reason: (error as Error).name };
+    const miss: MissRecord = {
+      type: "miss",
+      client: data.client,
+      resource: data.resource,
+      at: sharedNow(),
+      reason: (error as Error).name,
+      ...(error instanceof LockAcquisitionError ? { detail: missDetail(error) } : {}),
+    };
     parentPort!.postMessage(miss);
     continue;
   } finally {

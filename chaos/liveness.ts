@@ -14,6 +14,50 @@ export interface Liveness {
   longestIdleMs: number | undefined;
   /** Where that longest idle time was, for the log. */
   longestIdleAt: string | undefined;
+  /**
+   * Per mutex, the most time within one stretch with no section during which at least one of its clients was free to
+   * contend (not held back by a targeted scenario, not crashed): the idle time the lock itself answers for (ms).
+   */
+  longestFreeIdleMs: number | undefined;
+  /** Where it was, and the acquisitions given up on that resource during it, by reason. */
+  longestFreeIdleAt: string | undefined;
+}
+
+/** When each client was free to contend: from `client-state` records (running / paused) and crashes. */
+function runningSpans(records: ChaosRecord[], end: number): Map<number, [number, number][]> {
+  const spans = new Map<number, [number, number][]>();
+  const since = new Map<number, number>();
+  const stop = (client: number, at: number) => {
+    const from = since.get(client);
+    if (from === undefined) return;
+    since.delete(client);
+    spans.set(client, [...(spans.get(client) ?? []), [from, at]]);
+  };
+  for (const r of records) {
+    if (r.type === "client-state") {
+      if (r.state === "running") {
+        if (!since.has(r.client)) since.set(r.client, r.at);
+      } else stop(r.client, r.at);
+    } else if (r.type === "crash") stop(r.client, r.at);
+  }
+  for (const client of [...since.keys()]) stop(client, end);
+  return spans;
+}
+
+/** How much of [from, to] is covered by at least one of the spans. */
+function covered(spans: [number, number][], from: number, to: number): number {
+  const cut = spans
+    .map(([a, b]) => [Math.max(a, from), Math.min(b, to)] as [number, number])
+    .filter(([a, b]) => b > a)
+    .sort((x, y) => x[0] - y[0]);
+  let total = 0;
+  let reach = from;
+  for (const [a, b] of cut) {
+    if (b <= reach) continue;
+    total += b - Math.max(a, reach);
+    reach = b;
+  }
+  return total;
 }
 
 /**
@@ -31,27 +75,53 @@ export function liveness(records: ChaosRecord[]): Liveness {
   const mutexes = new Set(
     (start?.type === "start" ? (start.resources ?? []) : []).filter((r) => r.limit === 1).map((r) => r.name),
   );
-  const first = Math.min(...entered.map((r) => r.start));
+  const first = entered.reduce((min, r) => Math.min(min, r.start), Infinity);
+  const logEnd = records.reduce((end, r) => Math.max(end, "at" in r ? r.at : r.type === "cs" ? r.end : 0), 0);
+  const running = runningSpans(records, logEnd);
+  // Without client-state records (older logs) every client counts as free all along.
+  const always = running.size === 0;
+  const clock = (t: number) => new Date(t).toISOString().slice(11, 23);
   let longestIdleMs: number | undefined;
   let longestIdleAt: string | undefined;
+  let longestFreeIdleMs: number | undefined;
+  let longestFreeIdleAt: string | undefined;
   for (const name of mutexes) {
     const mine = sections.filter((s) => s.resource === name).sort((a, b) => a.start - b.start);
+    const clients = new Set(mine.map((s) => s.client));
+    const spans = [...clients].flatMap((c) => running.get(c) ?? []);
     let lastEnd = mine[0]?.end;
     for (const s of mine.slice(1)) {
       if (stop?.type === "stop" && s.start > stop.at) break;
       const idle = s.start - lastEnd;
       if (longestIdleMs === undefined || idle > longestIdleMs) {
         longestIdleMs = idle;
-        longestIdleAt = `${name} before ${new Date(s.start).toISOString().slice(11, 23)}`;
+        longestIdleAt = `${name} before ${clock(s.start)}`;
+      }
+      const free = idle <= 0 ? 0 : always ? idle : covered(spans, lastEnd, s.start);
+      if (longestFreeIdleMs === undefined || free > longestFreeIdleMs) {
+        const from = lastEnd;
+        const reasons = new Map<string, number>();
+        for (const r of records)
+          if (r.type === "miss" && r.resource === name && r.at > from && r.at <= s.start) {
+            const why = r.detail?.split(",")[0] ?? r.reason;
+            reasons.set(why, (reasons.get(why) ?? 0) + 1);
+          }
+        const given = [...reasons].map(([why, n]) => `${why} ${n}`).join(", ") || "none";
+        longestFreeIdleMs = free;
+        longestFreeIdleAt = `${name}, ${clock(from)}–${clock(s.start)}; given up in it: ${given}`;
       }
       lastEnd = Math.max(lastEnd, s.end);
     }
   }
   return {
-    herdToFirstSectionMs: Number.isFinite(first) ? first - Math.min(...entered.map((r) => r.acquireCalled)) : undefined,
+    herdToFirstSectionMs: Number.isFinite(first)
+      ? first - entered.reduce((min, r) => Math.min(min, r.acquireCalled), Infinity)
+      : undefined,
     giveUps: records.filter((r) => r.type === "miss").length,
     longestIdleMs: longestIdleMs === undefined ? undefined : Math.max(0, longestIdleMs),
     longestIdleAt,
+    longestFreeIdleMs,
+    longestFreeIdleAt,
   };
 }
 
@@ -64,5 +134,7 @@ export function formatLiveness(l: Liveness): string {
     `    acquisitions given up:                  ${l.giveUps}`,
     `    longest time with no section (mutex):   ${ms(l.longestIdleMs)}` +
       (l.longestIdleAt ? ` (${l.longestIdleAt}; faults included)` : ""),
+    `      of one such stretch, with a client free: ${ms(l.longestFreeIdleMs)}` +
+      (l.longestFreeIdleAt ? ` (${l.longestFreeIdleAt})` : ""),
   ].join("\n");
 }

@@ -27,6 +27,8 @@ export class ClientPool {
   #open = new Map<number, EnterRecord>();
   #listeners = new Set<Listener>();
   #stopping = false;
+  /** Clients held back (told `pause: true` and not let go since). */
+  #paused = new Set<number>();
 
   constructor(count: number, setup: ClientSetup, write: (record: ChaosRecord) => void) {
     this.count = count;
@@ -54,7 +56,14 @@ export class ClientPool {
   }
 
   send(client: number, message: ClientMessage): void {
-    this.#workers[client]?.postMessage(message);
+    const worker = this.#workers[client];
+    if (!worker) return;
+    if (message.pause !== undefined && this.#paused.has(client) !== message.pause) {
+      if (message.pause) this.#paused.add(client);
+      else this.#paused.delete(client);
+      this.#write({ type: "client-state", client, at: sharedNow(), state: message.pause ? "paused" : "running" });
+    }
+    worker.postMessage(message);
   }
 
   broadcast(message: ClientMessage, filter: (client: number) => boolean = () => true): void {
@@ -125,6 +134,9 @@ export class ClientPool {
     const data: ClientData = { client, incarnation, ...this.#setup(client) };
     const worker = new Worker(new URL("./client.ts", import.meta.url), { workerData: data });
     this.#workers[client] = worker;
+    // A new worker starts free to contend, whatever its crashed predecessor was told.
+    this.#paused.delete(client);
+    this.#write({ type: "client-state", client, at: sharedNow(), state: "running" });
     worker.on("message", (record: ChaosRecord) => {
       // A crashed worker's last messages may still arrive (termination is not instant): they are logged,
       // as they happened, but nobody acts on them any more.

@@ -156,8 +156,27 @@ export interface CrashRecord {
 export interface MissRecord {
   type: "miss";
   client: number;
+  /** The resource it contended for (logs before this field: unknown). */
+  resource?: string;
   at: number;
+  /** The error's name. */
   reason: string;
+  /**
+   * For a `LockAcquisitionError`: its reason, its attempt count and its last attempts' votes, one letter per node
+   * (`g` granted, `d<position>/<pttl>` denied, `e` error, `u` unanswered), to read why a resource stayed idle.
+   */
+  detail?: string;
+}
+
+/**
+ * A client became free to contend (`running`: started, started again, let go) or was held back by a targeted scenario
+ * (`paused`); a crash record marks it down. The liveness report leaves out the time no client of a resource could run.
+ */
+export interface ClientStateRecord {
+  type: "client-state";
+  client: number;
+  at: number;
+  state: "running" | "paused";
 }
 
 /** The clients were told to stop: the run winds down from here. */
@@ -182,5 +201,6 @@ export type ChaosRecord =
   | CriticalSectionRecord
   | CrashRecord
   | MissRecord
+  | ClientStateRecord
   | StopRecord
   | FinalRecord;
