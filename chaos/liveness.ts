@@ -134,7 +134,7 @@ export function formatLiveness(l: Liveness): string {
     `    acquisitions given up:                  ${l.giveUps}`,
     `    longest time with no section (mutex):   ${ms(l.longestIdleMs)}` +
       (l.longestIdleAt ? ` (${l.longestIdleAt}; faults included)` : ""),
-    `      of one such stretch, with a client free: ${ms(l.longestFreeIdleMs)}` +
+    `    the same, counting only time a client of the mutex was free to contend: ${ms(l.longestFreeIdleMs)}` +
       (l.longestFreeIdleAt ? ` (${l.longestFreeIdleAt})` : ""),
   ].join("\n");
 }
