@@ -161,8 +161,7 @@ export class RedlockMutex {
    * `extendThreshold` ms of validity are left, and releases when the routine ends — also when it
    * throws. Returns once a quorum answered the release ({@link ReleaseResult.pending} runs on).
    * The routine's `signal` aborts the moment the lock is lost (reason: {@link LockExtensionError}),
-   * when `maxHold` is reached (reason: {@link MaxHoldError}) or when the caller's signal aborts, and in any case once
-   * the routine has returned (work it left running is no longer under the lock).
+   * when `maxHold` is reached (reason: {@link MaxHoldError}) or when the caller's signal aborts.
    * Resolves with the routine's value or rejects with its error.
    * @example
    * ```ts

@@ -1,5 +1,5 @@
 // The doctor's requests: one Upstash REST call at a time, measured, with secret-free answers.
-import { anySignal, systemClock } from "../support/clock.ts";
+import { followSignals, systemClock } from "../support/clock.ts";
 import { clip, redact } from "../support/redact.ts";
 import type { NodeConfig } from "../node/node.ts";
 
@@ -27,8 +27,8 @@ async function rest(
   signal: AbortSignal | undefined,
 ): Promise<Reply> {
   const deadline = systemClock.timeout(timeout);
-  // Aborted once the request is over: where the runtime has no AbortSignal.any, that drops the listener on `signal`.
-  const over = new AbortController();
+  // Where the runtime has no AbortSignal.any, disposed once the request is over: that drops the listener on `signal`.
+  const followed = followSignals([deadline.signal, signal]);
   const started = systemClock.now();
   const ms = () => systemClock.now() - started;
   const secrets = [node.token, node.url];
@@ -37,7 +37,7 @@ async function rest(
       method: "POST",
       headers: { authorization: `Bearer ${node.token}`, "content-type": "application/json" },
       body: JSON.stringify(body),
-      signal: anySignal([deadline.signal, signal, over.signal]),
+      signal: followed.signal,
     });
     const text = await response.text();
     const elapsed = ms();
@@ -79,6 +79,6 @@ async function rest(
     };
   } finally {
     deadline.clear();
-    over.abort();
+    followed.dispose();
   }
 }

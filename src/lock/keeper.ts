@@ -1,6 +1,6 @@
 // Keeps a lock alive while work runs: extends before validity runs out, aborts loudly when it cannot.
 import { LockExtensionError, MaxHoldError } from "../errors.ts";
-import { anySignal, type Clock } from "../support/clock.ts";
+import { anySignal, followSignals, type Clock } from "../support/clock.ts";
 import type { LostEvent } from "../events/types.ts";
 import { type Lock, lockState } from "./lock.ts";
 
@@ -100,13 +100,14 @@ export async function holdWhile<L extends Lock, T>(
   how: KeepOptions & { signal?: AbortSignal },
 ): Promise<T> {
   const keeper = keepLock(lock, how);
-  const returned = new AbortController();
+  const followed = followSignals([keeper.signal, how.signal]);
   try {
-    return await routine(anySignal([keeper.signal, how.signal, returned.signal]), lock);
+    return await routine(followed.signal, lock);
   } finally {
-    // The routine's signal ends with it (the lock is released next). Where the runtime has no AbortSignal.any, this
-    // also takes the combination's listener off the caller's signal, which may outlive many routines.
-    returned.abort(new DOMException("the routine returned; the lock is being released", "AbortError"));
+    // Not aborted: work the routine returned (a response body still being read) may still use its signal. Where the
+    // runtime has no AbortSignal.any, this takes the combination's listener off the caller's signal, which may
+    // outlive many routines.
+    followed.dispose();
     await keeper.stop();
     await lock.release();
   }

@@ -316,8 +316,9 @@ export class Waker {
       await clock.sleep(ms, both);
       // The timer is not moved when the end moves: once it fires, the rest is slept.
       while (!early.signal.aborted && clock.now() < end - 1) await clock.sleep(end - clock.now(), both);
-    } catch (error) {
-      if (signal?.aborted) throw error;
+    } catch {
+      // Its own reason, not `both`'s: a wakeup in the same task may have aborted `both` first, with the waker's.
+      if (signal?.aborted) throw signal.reason;
     } finally {
       this.#wake = undefined;
       this.#extend = undefined;

@@ -129,17 +129,27 @@ function sharedTimeout(ms: number): Deadline {
 /**
  * Aborts when any of the given signals aborts, with that signal's reason.
  * Uses `AbortSignal.any` where the runtime has it; elsewhere its listeners on the given signals go once it aborts,
- * so abort one of them (a signal of its own) when done with it.
+ * so abort one of them (a signal of its own) when done with it, or use {@link followSignals}.
  */
 export function anySignal(signals: (AbortSignal | undefined)[]): AbortSignal {
+  return followSignals(signals).signal;
+}
+
+/**
+ * {@link anySignal}, with `dispose()` to stop following without aborting anything: where the runtime has no
+ * `AbortSignal.any`, it takes the combination's listeners off the given signals, so a caller's long-lived signal
+ * does not gather one per use (with `AbortSignal.any` there is nothing to take off, and the signal keeps following).
+ */
+export function followSignals(signals: (AbortSignal | undefined)[]): { signal: AbortSignal; dispose(): void } {
   const present = signals.filter((s): s is AbortSignal => s !== undefined);
-  if (present.length === 1) return present[0];
-  if (typeof AbortSignal.any === "function") return AbortSignal.any(present);
+  if (present.length === 1) return { signal: present[0], dispose: () => {} };
+  if (typeof AbortSignal.any === "function") return { signal: AbortSignal.any(present), dispose: () => {} };
   const controller = new AbortController();
   const listeners: [AbortSignal, () => void][] = [];
   // Once it aborts, the others forget it: a long-lived signal (a caller's) does not gather one listener per use.
   const forget = () => {
     for (const [signal, listener] of listeners) signal.removeEventListener("abort", listener);
+    listeners.length = 0;
   };
   for (const signal of present) {
     if (signal.aborted) {
@@ -154,7 +164,7 @@ export function anySignal(signals: (AbortSignal | undefined)[]): AbortSignal {
     signal.addEventListener("abort", listener, { once: true });
   }
   if (controller.signal.aborted) forget();
-  return controller.signal;
+  return { signal: controller.signal, dispose: forget };
 }
 
 /**

@@ -1,7 +1,7 @@
 // using() on the simulator: it extends whenever half the ttl is left and releases at the end, also when the routine
 // throws (rethrowing its error) and at the end of an `await using` scope; it aborts the routine's signal when a majority
 // goes down (LockExtensionError), at the expiry while an extension still hangs, at maxHold (MaxHoldError, no further
-// extension), and passes the caller's abort on; the routine's signal ends once the routine returned.
+// extension), and passes the caller's abort on; once the routine returned, its signal is left as it was.
 import { describe, expect, it } from "vitest";
 import { LockExtensionError, MaxHoldError } from "../../../src/index.ts";
 import type { VirtualClock } from "../../sim/virtual-clock.ts";
@@ -88,7 +88,7 @@ describe("using", () => {
     expect(String(result.reason)).toContain("shutdown");
   });
 
-  it("ends the routine's signal once it returned, and leaves no listener on the caller's signal", async () => {
+  it("leaves the routine's signal unaborted once it returned, and no listener on the caller's signal", async () => {
     const { clock, redlock } = simSetup();
     const caller = new AbortController();
     let held = 0;
@@ -112,7 +112,8 @@ describe("using", () => {
           redlock.using(["job"], 1_000, (signal) => void signals.push(signal), { signal: caller.signal }),
         );
       expect(held).toBe(0);
-      expect(signals.every((s) => s.aborted)).toBe(true);
+      // Work the routine handed back (a response body still being read) may still use it.
+      expect(signals.some((s) => s.aborted)).toBe(false);
       expect(caller.signal.aborted).toBe(false);
     } finally {
       AbortSignal.any = any;
