@@ -370,6 +370,10 @@ async function attempt<T extends Lock>(
     if (writeBack)
       ({ round, fence } = await writeBackFence(rounds, grant, fenced.keys, fenced.fenceKeys, policy.signal));
     // Step 5: held iff a quorum granted and validity = ttl − elapsed − drift is left.
+    const roundMs = rounds.clock.now() - grant.start;
+    // The slowest recent round sizes the next line's claim window (see lineOptions): a granted one counts too, so a
+    // client far from its nodes joins its next line with a window that fits, instead of widening it there.
+    rounds.slowRoundMs = Math.max(roundMs, 0.9 * rounds.slowRoundMs);
     if (rounds.holds(round, ttl, grant.start)) {
       spend.spent(costs.round + (writeBack ? costs.fence : 0));
       report?.won(round);
@@ -379,8 +383,6 @@ async function attempt<T extends Lock>(
       // The earlier tries of this attempt are released too.
       return { held, cleanup: Promise.all(cleanups).then(() => undefined) };
     }
-    const roundMs = rounds.clock.now() - grant.start;
-    rounds.slowRoundMs = Math.max(roundMs, 0.9 * rounds.slowRoundMs);
     // A ticket a quorum found out of step with its clock: the nodes' time is learned, the ticket renewed. A waiter
     // whose rounds are too slow for its claim window takes a wider one in the same place.
     const outOfStep =
@@ -410,7 +412,8 @@ async function attempt<T extends Lock>(
       roundMs,
       stale,
       waitMs,
-      settleFirst: waiter !== undefined && granted > 0,
+      // A renewed ticket's next attempt waits for the old one to leave: else a node may still rank the old one ahead.
+      settleFirst: waiter !== undefined && (granted > 0 || stale),
       answered: grant.round.order,
     };
   }

@@ -127,16 +127,19 @@ export class Line {
 
   /**
    * Whether a round of `roundMs` is too slow for its claim window (a woken first in line must claim within about two
-   * rounds of the wakeup): then the window widens to fit, and {@link Line.requeue}'s renewal keeps the ticket's time
-   * and randomness, so the waiter keeps its place under a member with the wider window.
+   * rounds of the wakeup): then the window widens to fit, with a quarter more, and {@link Line.requeue}'s renewal
+   * keeps the ticket's time and randomness, so the waiter keeps its place under a member with the wider window.
    */
   widen(roundMs: number): boolean {
     if (this.#options.retriesOnly) return false;
     // A round's requests are cut at nodeTimeout: a slower one means this client stalled (a frozen event loop), and a
     // window sized by a stall would let a waiter that then dies hold the line up that long.
-    const needed = Math.min(Math.ceil(2 * roundMs + 20), this.#options.maxClaimMs ?? 99_999);
+    const max = this.#options.maxClaimMs ?? 99_999;
+    const needed = Math.min(Math.ceil(2 * roundMs + 20), max);
     if (needed <= this.#claimMs) return false;
-    this.#claimMs = Math.min(99_999, needed);
+    // Each widening is a renewal (its old ticket leaves every node, then an attempt): the quarter more keeps the next
+    // round, a little slower than this one, from asking for another.
+    this.#claimMs = Math.min(99_999, max, Math.ceil(1.25 * needed));
     this.#widened = true;
     return true;
   }

@@ -27,11 +27,14 @@ function line(slowRoundMs = 0): Line {
 }
 
 describe("a waiter's claim window after a stall", () => {
-  it("widens to fit two slow rounds that nodeTimeout allows", () => {
+  it("widens to fit two slow rounds that nodeTimeout allows, with a quarter more", () => {
     const waiter = line();
     expect(waiter.claimMs).toBe(CLAIM_MS);
     expect(waiter.widen(300)).toBe(true);
-    expect(waiter.claimMs).toBe(620);
+    expect(waiter.claimMs).toBe(775);
+    // A next round a little slower (up to a quarter) asks for no second widening, and so no second renewal.
+    expect(waiter.widen(370)).toBe(false);
+    expect(waiter.widen(400)).toBe(true);
   });
 
   it("stops at 2 × nodeTimeout + 20 ms after a round of 1.5 s (a stalled client)", () => {
