@@ -30,7 +30,10 @@ describe("a far waiter keeps its place", () => {
     // then it asks again), with room for a next round a little slower, which asks for no second one.
     expect(sent.filter((name) => name === "leave").length, tally(sent)).toBe(5);
     // The renewed ticket asks once the old one has left: no node ranks the waiter behind its own old ticket.
-    expect(positions.every((position) => position === 1), JSON.stringify(positions)).toBe(true);
+    expect(
+      positions.every((position) => position === 1),
+      JSON.stringify(positions),
+    ).toBe(true);
   });
 
   it("the first in line is served before the second when its round trip exceeds the claim window", async () => {
