@@ -1,7 +1,8 @@
 // anySignal where the runtime has no AbortSignal.any: it aborts with the first reason, and once it has aborted it
-// leaves no listener on the signals it combined, so a caller's long-lived signal does not gather one per sleep.
+// leaves no listener on the signals it combined, so a caller's long-lived signal does not gather one per sleep;
+// followSignals can also let go of them without aborting.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { anySignal } from "../../../src/support/clock.ts";
+import { anySignal, followSignals } from "../../../src/support/clock.ts";
 
 /** A signal that counts the abort listeners it holds. */
 function countedSignal(): { controller: AbortController; listeners: () => number } {
@@ -62,5 +63,19 @@ describe("anySignal without AbortSignal.any", () => {
     const both = anySignal([caller.controller.signal, done.signal]);
     expect(both.reason).toBe("already");
     expect(caller.listeners()).toBe(0);
+  });
+
+  it("followSignals' dispose takes its listeners off without aborting the combination", () => {
+    vi.stubGlobal("AbortSignal", Object.assign(Object.create(AbortSignal), { any: undefined }));
+    const caller = countedSignal();
+    const keeper = new AbortController();
+    const followed = followSignals([caller.controller.signal, keeper.signal]);
+    expect(caller.listeners()).toBe(1);
+    followed.dispose();
+    expect(caller.listeners()).toBe(0);
+    expect(followed.signal.aborted).toBe(false);
+    // No longer following: what a routine handed back keeps working with it.
+    caller.controller.abort("later");
+    expect(followed.signal.aborted).toBe(false);
   });
 });
