@@ -364,17 +364,20 @@ async function attempt<T extends Lock>(
       (value) => [...current.args(value), ...lineArgs],
       policy.signal,
     );
+    // The grant round alone (a fenced grant's write-back is a round of its own).
+    const roundMs = rounds.clock.now() - grant.start;
     let round = grant.round;
     let fence: string | undefined;
     const writeBack = fenced !== undefined && rounds.holds(round, ttl, grant.start);
     if (writeBack)
       ({ round, fence } = await writeBackFence(rounds, grant, fenced.keys, fenced.fenceKeys, policy.signal));
+    // The slowest recent round sizes the next line's claim window (see lineOptions). A granted one counts too, so a
+    // client far from its nodes joins its next line with a window that fits, but not one slower than nodeTimeout:
+    // that was the client stalling, and a client that never waits would keep its wide window.
     // Step 5: held iff a quorum granted and validity = ttl − elapsed − drift is left.
-    const roundMs = rounds.clock.now() - grant.start;
-    // The slowest recent round sizes the next line's claim window (see lineOptions): a granted one counts too, so a
-    // client far from its nodes joins its next line with a window that fits, instead of widening it there.
-    rounds.slowRoundMs = Math.max(roundMs, 0.9 * rounds.slowRoundMs);
-    if (rounds.holds(round, ttl, grant.start)) {
+    const won = rounds.holds(round, ttl, grant.start);
+    if (!won || roundMs < rounds.options.nodeTimeout) rounds.slowRoundMs = Math.max(roundMs, 0.9 * rounds.slowRoundMs);
+    if (won) {
       spend.spent(costs.round + (writeBack ? costs.fence : 0));
       report?.won(round);
       // Its release leaves the line and wakes it (a single try never joined it: taking its ticket out is a no-op).
@@ -412,8 +415,7 @@ async function attempt<T extends Lock>(
       roundMs,
       stale,
       waitMs,
-      // A renewed ticket's next attempt waits for the old one to leave: else a node may still rank the old one ahead.
-      settleFirst: waiter !== undefined && (granted > 0 || stale),
+      settleFirst: waiter !== undefined && granted > 0,
       answered: grant.round.order,
     };
   }

@@ -232,7 +232,9 @@ export function lineOptions(
   const retryWindow = policy.retryDelay + policy.retryJitter + nodeTimeout;
   if (policy.fair || !policy.joins) {
     const maxClaimMs = 2 * nodeTimeout + 20;
-    const claimMs = woken ? Math.max(CLAIM_MS, Math.min(Math.ceil(2 * slowRoundMs + 20), maxClaimMs)) : retryWindow;
+    // Two slow rounds and 20 ms, and a quarter more, as a widening gives (see Line.widen).
+    const fits = Math.ceil(1.25 * (2 * slowRoundMs + 20));
+    const claimMs = woken ? Math.max(CLAIM_MS, Math.min(fits, maxClaimMs)) : retryWindow;
     return { kind, claimMs, maxWait, maxClaimMs: Math.max(claimMs, maxClaimMs) };
   }
   return { kind, claimMs: retryWindow, maxWait, retriesOnly: true };

@@ -52,7 +52,7 @@ describe("a waiter's claim window after a stall", () => {
   it("starts no wider than that when the Redlock's recent rounds include a stall", () => {
     expect(line(1_500).claimMs).toBe(2 * NODE_TIMEOUT + 20);
     expect(line(50).claimMs).toBe(CLAIM_MS);
-    expect(line(300).claimMs).toBe(620);
+    expect(line(300).claimMs).toBe(775);
   });
 });
 
