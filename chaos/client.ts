@@ -119,7 +119,7 @@ const missDetail = (error: LockAcquisitionError): string => {
       : v.outcome === "denied"
         ? `d${v.position ?? ""}/${v.pttl ?? ""}`
         : v.outcome === "error"
-          ? "e"
+          ? `e(${v.cause.replace(/\s+/g, " ").slice(0, 40)})`
           : "u";
   const last = error.attempts.slice(-4).map((a) => `${a.attempt}:${a.votes.map(vote).join(" ")}`);
   return `${error.reason}, ${error.attempts.length} attempts; ${last.join("; ")}`;

@@ -163,7 +163,7 @@ export interface MissRecord {
   reason: string;
   /**
    * For a `LockAcquisitionError`: its reason, its attempt count and its last attempts' votes, one letter per node
-   * (`g` granted, `d<position>/<pttl>` denied, `e` error, `u` unanswered), to read why a resource stayed idle.
+   * (`g` granted, `d<position>/<pttl>` denied, `e(<cause>)` error, `u` unanswered), to read why a resource stayed idle.
    */
   detail?: string;
 }
