@@ -31,7 +31,9 @@ function runningSpans(records: ChaosRecord[], end: number): Map<number, [number,
     const from = since.get(client);
     if (from === undefined) return;
     since.delete(client);
-    spans.set(client, [...(spans.get(client) ?? []), [from, at]]);
+    const mine = spans.get(client) ?? [];
+    mine.push([from, at]);
+    spans.set(client, mine);
   };
   for (const r of records) {
     if (r.type === "client-state") {

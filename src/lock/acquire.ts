@@ -371,11 +371,11 @@ async function attempt<T extends Lock>(
     const writeBack = fenced !== undefined && rounds.holds(round, ttl, grant.start);
     if (writeBack)
       ({ round, fence } = await writeBackFence(rounds, grant, fenced.keys, fenced.fenceKeys, policy.signal));
+    // Step 5: held iff a quorum granted and validity = ttl − elapsed − drift is left.
+    const won = rounds.holds(round, ttl, grant.start);
     // The slowest recent round sizes the next line's claim window (see lineOptions). A granted one counts too, so a
     // client far from its nodes joins its next line with a window that fits, but not one slower than nodeTimeout:
     // that was the client stalling, and a client that never waits would keep its wide window.
-    // Step 5: held iff a quorum granted and validity = ttl − elapsed − drift is left.
-    const won = rounds.holds(round, ttl, grant.start);
     if (!won || roundMs < rounds.options.nodeTimeout) rounds.slowRoundMs = Math.max(roundMs, 0.9 * rounds.slowRoundMs);
     if (won) {
       spend.spent(costs.round + (writeBack ? costs.fence : 0));

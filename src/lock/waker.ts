@@ -3,7 +3,7 @@
 import type { RedlockNode } from "../node/node.ts";
 import type { NodeVote } from "../scripts/vote.ts";
 import { WAKE_PREFIX } from "../scripts/queue.ts";
-import { anySignal, type Clock } from "../support/clock.ts";
+import { followSignals, type Clock } from "../support/clock.ts";
 import { randomUnit, toHex } from "../support/random.ts";
 
 /**
@@ -311,19 +311,19 @@ export class Waker {
     this.#extend = (holdMs) => {
       end = Math.max(end, Math.min(start + limit, clock.now() + holdMs + EXTEND_JITTER_MS * randomUnit()));
     };
-    const both = anySignal([signal, early.signal]);
+    const both = followSignals([signal, early.signal]);
     try {
-      await clock.sleep(ms, both);
+      await clock.sleep(ms, both.signal);
       // The timer is not moved when the end moves: once it fires, the rest is slept.
-      while (!early.signal.aborted && clock.now() < end - 1) await clock.sleep(end - clock.now(), both);
+      while (!early.signal.aborted && clock.now() < end - 1) await clock.sleep(end - clock.now(), both.signal);
     } catch {
       // Its own reason, not `both`'s: a wakeup in the same task may have aborted `both` first, with the waker's.
       if (signal?.aborted) throw signal.reason;
     } finally {
       this.#wake = undefined;
       this.#extend = undefined;
-      // Done with `both`: where it is not AbortSignal.any, this takes its listener off the acquisition's signal.
-      early.abort(OVER);
+      // Where it is not AbortSignal.any, this takes `both`'s listener off the acquisition's signal.
+      both.dispose();
     }
   }
 
