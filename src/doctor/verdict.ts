@@ -244,7 +244,8 @@ const wakeups: Check = ({ health, up }) => {
       "warn",
       partly(
         `${silent.map((h) => `${h.label}: ${h.wakeups}`).join("; ")}: waiters are not woken through ` +
-          `${silent.length === 1 ? "it" : "them"} and ask again when the holder's time is up`,
+          `${silent.length === 1 ? "it" : "them"} and ask again when the holder's time is up. ` +
+          wakeupAdvice(silent.map((h) => h.wakeups as string)),
         health,
       ),
     );
@@ -256,6 +257,22 @@ const wakeups: Check = ({ health, up }) => {
     );
   return skipped("wakeups", health);
 };
+
+/** What to change for the causes found (`why`: each silent node's wakeups finding). */
+function wakeupAdvice(why: readonly string[]): string {
+  const advice: string[] = [];
+  if (why.some((w) => w.startsWith("PUBLISH from a script")))
+    advice.push(
+      "A database that refuses PUBLISH from a script cannot wake waiters: keep the ttl short (using() extends it) " +
+        "so that their wait behind an early release stays short",
+    );
+  if (why.some((w) => !w.startsWith("PUBLISH from a script")))
+    advice.push(
+      "Check that the token may subscribe and that nothing between this machine and the database (a proxy) " +
+        "buffers server-sent events",
+    );
+  return `${advice.join(". ")}.`;
+}
 
 const lock: Check = ({ health, up, quorum, trial }) => {
   if (trial) return result("lock", trial.acquired ? "ok" : "fail", trial.message);

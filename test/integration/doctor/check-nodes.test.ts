@@ -166,6 +166,20 @@ describe("checkNodes", () => {
     );
     expect(report.nodes.filter((n) => n.wakeups === "delivered")).toHaveLength(4);
     expect(check(report, "wakeups")!.status).toBe("warn");
+    // What to change for that cause, and only for it.
+    expect(check(report, "wakeups")!.message).toContain("keep the ttl short");
+    expect(check(report, "wakeups")!.message).not.toContain("server-sent events");
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it("warns about a node that delivers nothing, and says to look for what buffers the stream", async () => {
+    await env.admins[3].faults({ dropMessages: 1 });
+    const report = await checkNodes(configs(), fast);
+    expect(report.nodes[3].wakeups).toBe("nothing was delivered");
+    const wakeups = check(report, "wakeups")!;
+    expect(wakeups.status).toBe("warn");
+    expect(wakeups.message).toContain("buffers server-sent events");
+    expect(wakeups.message).not.toContain("keep the ttl short");
     expect(await leftovers()).toEqual([]);
   });
 
