@@ -7,7 +7,7 @@ import { Redis } from "@upstash/redis";
 import { LockAcquisitionError, Redlock, fencedRead, fencedWrite, type NodeVote } from "../src/index.ts";
 import { NaiveReadWrite } from "./naive-rw.ts";
 import { NaiveSemaphore } from "./naive-semaphore.ts";
-import { sharedNow, type CriticalSectionRecord, type EnterRecord, type MissRecord } from "./records.ts";
+import { sharedNow, watchStalls, type CriticalSectionRecord, type EnterRecord, type MissRecord } from "./records.ts";
 
 /** What a client guards its sections with. */
 export type Guard =
@@ -49,6 +49,7 @@ export interface ClientMessage {
 }
 
 const data = workerData as ClientData;
+watchStalls((record) => parentPort!.postMessage(record), data.client);
 const redlock = new Redlock(data.lockNodes, { nodeTimeout: data.nodeTimeout });
 const store = new Redis({
   url: data.store.url,

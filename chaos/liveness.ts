@@ -21,7 +21,14 @@ export interface Liveness {
   longestFreeIdleMs: number | undefined;
   /** Where it was, and the acquisitions given up on that resource during it, by reason. */
   longestFreeIdleAt: string | undefined;
+  /** The bed's own stalls: threads whose event loop could not run for over a second (see `StallRecord`). */
+  stalls: { main: number; clients: number; longestMs: number | undefined; longestAt: string | undefined };
+  /** The longest stall of each thread that fell within the longest free stretch, main thread first (ms). */
+  stallsInFreeIdle: string | undefined;
 }
+
+/** A stall counts in the report from this long (ms): shorter ones are within a round's timeout. */
+const STALL_COUNTED_MS = 1_000;
 
 /** When each client was free to contend: from `client-state` records (running / paused) and crashes. */
 function runningSpans(records: ChaosRecord[], end: number): Map<number, [number, number][]> {
@@ -87,6 +94,7 @@ export function liveness(records: ChaosRecord[]): Liveness {
   let longestIdleAt: string | undefined;
   let longestFreeIdleMs: number | undefined;
   let longestFreeIdleAt: string | undefined;
+  let freeIdleSpan: [number, number] | undefined;
   for (const name of mutexes) {
     const mine = sections.filter((s) => s.resource === name).sort((a, b) => a.start - b.start);
     const clients = new Set(mine.map((s) => s.client));
@@ -111,11 +119,36 @@ export function liveness(records: ChaosRecord[]): Liveness {
         const given = [...reasons].map(([why, n]) => `${why} ${n}`).join(", ") || "none";
         longestFreeIdleMs = free;
         longestFreeIdleAt = `${name}, ${clock(from)}–${clock(s.start)}; given up in it: ${given}`;
+        freeIdleSpan = [from, s.start];
       }
       lastEnd = Math.max(lastEnd, s.end);
     }
   }
+  const stalls = records.flatMap((r) => (r.type === "stall" && r.maxMs >= STALL_COUNTED_MS ? [r] : []));
+  const longestStall = stalls.reduce<(typeof stalls)[number] | undefined>(
+    (max, r) => (max === undefined || r.maxMs > max.maxMs ? r : max),
+    undefined,
+  );
+  const thread = (r: { client?: number }) => (r.client === undefined ? "main" : `client ${r.client}`);
+  // A stall record closes the second it measured: it overlaps a stretch that began before it was written.
+  const inFreeIdle = freeIdleSpan
+    ? records.flatMap((r) =>
+        r.type === "stall" && r.at > freeIdleSpan[0] && r.at - 1_000 < freeIdleSpan[1] ? [r] : [],
+      )
+    : [];
+  const worst = new Map<string, number>();
+  for (const r of inFreeIdle) worst.set(thread(r), Math.max(worst.get(thread(r)) ?? 0, r.maxMs));
+  const ordered = [...worst].sort(([a], [b]) => (a === "main" ? -1 : b === "main" ? 1 : 0));
   return {
+    stalls: {
+      main: stalls.filter((r) => r.client === undefined).length,
+      clients: stalls.filter((r) => r.client !== undefined).length,
+      longestMs: longestStall?.maxMs,
+      longestAt: longestStall ? `${thread(longestStall)}, second before ${clock(longestStall.at)}` : undefined,
+    },
+    stallsInFreeIdle: freeIdleSpan
+      ? ordered.map(([who, ms]) => `${who} ${ms} ms`).join(", ") || "none over 250 ms"
+      : undefined,
     herdToFirstSectionMs: Number.isFinite(first)
       ? first - entered.reduce((min, r) => Math.min(min, r.acquireCalled), Infinity)
       : undefined,
@@ -138,5 +171,9 @@ export function formatLiveness(l: Liveness): string {
       (l.longestIdleAt ? ` (${l.longestIdleAt}; faults included)` : ""),
     `    the same, counting only time a client of the mutex was free to contend: ${ms(l.longestFreeIdleMs)}` +
       (l.longestFreeIdleAt ? ` (${l.longestFreeIdleAt})` : ""),
+    ...(l.stallsInFreeIdle === undefined ? [] : [`      the bed's threads stalled in it: ${l.stallsInFreeIdle}`]),
+    `    the bed's stalls over 1 s (event loop): main thread (the bridges) ${l.stalls.main}, ` +
+      `client threads ${l.stalls.clients}` +
+      (l.stalls.longestMs === undefined ? "" : `; longest ${l.stalls.longestMs} ms (${l.stalls.longestAt})`),
   ].join("\n");
 }

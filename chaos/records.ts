@@ -1,4 +1,5 @@
 // The chaos log: one JSON record per line, written by the orchestrator, read by the checker.
+import { monitorEventLoopDelay } from "node:perf_hooks";
 
 /** The shared clock of every process and thread of a run: epoch ms with sub-ms precision. */
 export const sharedNow = (): number => performance.timeOrigin + performance.now();
@@ -179,6 +180,45 @@ export interface ClientStateRecord {
   state: "running" | "paused";
 }
 
+/**
+ * A thread of the bed could not run its event loop for `maxMs` (the most delay in the second before `at`, when over
+ * {@link STALL_REPORTED_MS}): `client` for a client's thread, none for the main thread, which runs the five bridges.
+ * The liveness report sets the stretches with no section against them: a bed that stalls times out on every node.
+ */
+export interface StallRecord {
+  type: "stall";
+  client?: number;
+  at: number;
+  maxMs: number;
+}
+
+/** A thread's event-loop delay over this is logged as a {@link StallRecord} (ms). */
+export const STALL_REPORTED_MS = 250;
+
+/**
+ * Reports, once a second, the longest event-loop delay of this thread over the past second when it passed
+ * {@link STALL_REPORTED_MS}. Returns a function that stops it.
+ * @example
+ * ```ts
+ * const stop = watchStalls((record) => write(record));
+ * ```
+ */
+export function watchStalls(report: (record: StallRecord) => void, client?: number): () => void {
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  delay.enable();
+  const timer = setInterval(() => {
+    const maxMs = delay.max / 1e6;
+    delay.reset();
+    if (maxMs > STALL_REPORTED_MS)
+      report({ type: "stall", ...(client === undefined ? {} : { client }), at: sharedNow(), maxMs: Math.round(maxMs) });
+  }, 1_000);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    delay.disable();
+  };
+}
+
 /** The clients were told to stop: the run winds down from here. */
 export interface StopRecord {
   type: "stop";
@@ -202,5 +242,6 @@ export type ChaosRecord =
   | CrashRecord
   | MissRecord
   | ClientStateRecord
+  | StallRecord
   | StopRecord
   | FinalRecord;

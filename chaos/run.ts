@@ -18,7 +18,7 @@ import { planQuorumCrash, prng, type PartitionKind } from "./faults.ts";
 import { naiveKey } from "./naive-semaphore.ts";
 import { quorumCrash } from "./nemesis.ts";
 import { ClientPool } from "./pool.ts";
-import { sharedNow, type ChaosRecord, type ResourceSpec } from "./records.ts";
+import { sharedNow, watchStalls, type ChaosRecord, type ResourceSpec } from "./records.ts";
 import { randomEpisode } from "./scheduler.ts";
 import { ResourceWatch, type PermitKeys } from "./watch.ts";
 import { semaphoreWindows } from "./windows.ts";
@@ -152,6 +152,8 @@ const pool = new ClientPool(
 );
 const bed = new Bed({ cluster, pool, nodes: NODES, ttl: TTL, unsafeRestart, write });
 const watch = new ResourceWatch(lockNodes.map((n) => n.redisUrl));
+// The main thread runs the five bridges: when it stalls, every client times out on every node.
+const stopStallWatch = watchStalls(write);
 pool.start();
 
 const began = Date.now();
@@ -236,6 +238,7 @@ write({ type: "stop", at: sharedNow() });
 await pool.stop(15_000);
 await bed.drain();
 watch.close();
+stopStallWatch();
 const tcp = new TcpRedis(store.redisUrl);
 const counters = Object.fromEntries(
   await Promise.all(mutexes.map(async (r, i) => [r.name, Number((await tcp.get(COUNTER(i))) ?? 0)] as const)),

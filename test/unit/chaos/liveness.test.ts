@@ -1,6 +1,6 @@
 // The chaos report's liveness figures: the longest stretch with no section on a mutex, and how much of one stretch
 // a client of that mutex was free to contend (not held back by a targeted scenario, not crashed), with the
-// acquisitions given up on it then, by reason.
+// acquisitions given up on it then, by reason, and the bed's own stalls (threads whose event loop could not run).
 import { describe, expect, it } from "vitest";
 import { liveness } from "../../../chaos/liveness.ts";
 import type { ChaosRecord, CriticalSectionRecord } from "../../../chaos/records.ts";
@@ -69,5 +69,30 @@ describe("chaos liveness", () => {
     expect(l.longestIdleMs).toBe(3_000);
     expect(l.longestFreeIdleMs).toBe(3_000);
     expect(l.longestFreeIdleAt).toContain("given up in it: none");
+  });
+
+  it("counts the bed's stalls over a second by thread, and names those within the longest free stretch", () => {
+    const l = liveness([
+      start,
+      cs(0, 10, 20),
+      // 20–4_020: no section. The main thread (the bridges) stalls 2.4 s in it, client 1 0.6 s.
+      { type: "stall", at: 3_000, maxMs: 2_400 },
+      { type: "stall", client: 1, at: 3_100, maxMs: 600 },
+      cs(1, 4_020, 4_030),
+      // After it: a client thread stalls 1.2 s, a stretch of 100 ms.
+      { type: "stall", client: 0, at: 5_100, maxMs: 1_200 },
+      { type: "stall", at: 6_000, maxMs: 300 },
+      cs(0, 4_130, 4_140),
+    ]);
+    expect(l.stallsInFreeIdle).toBe("main 2400 ms, client 1 600 ms");
+    // Over 1 s: the main thread's 2.4 s and client 0's 1.2 s (not the 600 ms or 300 ms ones).
+    expect(l.stalls).toMatchObject({ main: 1, clients: 1, longestMs: 2_400 });
+    expect(l.stalls.longestAt).toContain("main");
+  });
+
+  it("reports no stall in a stretch without any", () => {
+    const l = liveness([start, cs(0, 10, 20), { type: "stall", at: 9_000, maxMs: 1_500 }, cs(1, 3_020, 3_030)]);
+    expect(l.stallsInFreeIdle).toBe("none over 250 ms");
+    expect(l.stalls.main).toBe(1);
   });
 });
