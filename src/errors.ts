@@ -225,10 +225,13 @@ function acquisitionMessage(
   const subject =
     what === "permit" ? `a permit of semaphore ${showResources(resources)}` : `a lock on ${showResources(resources)}`;
   const waited = waitedMs === undefined ? "" : ` over ${Math.round(waitedMs)} ms`;
-  const held = describe(failureReason(last), last, what, names);
+  const reason = failureReason(last);
+  const held = describe(reason, last, what, names);
+  // Spent on nodes that fail, a larger budget only sends more requests to them.
+  const advice = reason === "held" ? "raise maxRequests or lower maxWait" : "the nodes are failing, not busy";
   const detail = budget
     ? `the next attempt could pass maxRequests (${budget.sent} of ${budget.maxRequests} requests sent, the next ` +
-      `needs up to ${budget.next}): raise maxRequests or lower maxWait; the last attempt: ${held}`
+      `needs up to ${budget.next}): ${advice}; the last attempt: ${held}`
     : held;
   return `could not acquire ${subject} after ${attempts.length} attempt(s)${waited}: ${detail}`;
 }

@@ -7,7 +7,7 @@ import { MAX_PERMITS, type Permit } from "../semaphore/semaphore.ts";
 import type { Redlock } from "../redlock.ts";
 import type { RedlockMutex } from "../redlock-mutex.ts";
 import { ANY_REDLOCK, checkHoldOptions, FULL_REDLOCK, holdAndExpose, pickRedlock, retryAfterSeconds } from "./hold.ts";
-import { unavailable } from "./refusals.ts";
+import { busy, unavailable } from "./refusals.ts";
 import { acquireOptions } from "./wait-options.ts";
 import { timedAcquire } from "./timing.ts";
 import type { BusyInfo, HeldLock, HoldMiddlewareOptions, LockKey } from "./types.ts";
@@ -115,7 +115,7 @@ export const redlock = <E extends Env = Env, R extends RedlockMutex = RedlockMut
       );
     } catch (error) {
       if (!(error instanceof LockAcquisitionError)) throw error;
-      if (error.reason !== "held" && error.reason !== "budget") return unavailable(ctx, options, resources, error);
+      if (!busy(error)) return unavailable(ctx, options, resources, error);
       const info = { resources, retryAfterMs: error.retryAfterMs, error };
       if (options.onBusy) return options.onBusy(ctx, info);
       c.header("Retry-After", retryAfterSeconds(info.retryAfterMs ?? ttl));
@@ -181,7 +181,7 @@ export const semaphore = <E extends Env = Env>(
         error,
         locker.nodes.map((node) => node.label),
       ); // the semaphore's message numbers them
-      if (error.reason !== "held" && error.reason !== "budget") return unavailable(ctx, options, [name], error);
+      if (!busy(error)) return unavailable(ctx, options, [name], error);
       const info = { key: name, limit, retryAfterMs: error.retryAfterMs, error };
       if (options.onFull) return options.onFull(ctx, info);
       c.header("Retry-After", retryAfterSeconds(info.retryAfterMs ?? ttl));

@@ -5,7 +5,7 @@ import { createMiddleware } from "hono/factory";
 import { InvalidArgumentError, LockAcquisitionError } from "../errors.ts";
 import type { Lock } from "../lock/lock.ts";
 import { checkHoldOptions, FULL_REDLOCK, holdAndExpose, pickRedlock, retryAfterSeconds } from "./hold.ts";
-import { unavailable } from "./refusals.ts";
+import { busy, unavailable } from "./refusals.ts";
 import { acquireOptions } from "./wait-options.ts";
 import { timedAcquire } from "./timing.ts";
 import type { BusyInfo, HeldLock, HoldMiddlewareOptions } from "./types.ts";
@@ -72,7 +72,7 @@ export const readWrite = <E extends Env = Env>(
       );
     } catch (error) {
       if (!(error instanceof LockAcquisitionError)) throw error;
-      if (error.reason !== "held" && error.reason !== "budget") return unavailable(ctx, options, [name], error);
+      if (!busy(error)) return unavailable(ctx, options, [name], error);
       const info = { resources: [name], retryAfterMs: error.retryAfterMs, error, mode };
       if (options.onBusy) return options.onBusy(ctx, info);
       c.header("Retry-After", retryAfterSeconds(info.retryAfterMs ?? ttl));

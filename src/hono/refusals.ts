@@ -1,7 +1,18 @@
 // What a middleware answers when no quorum could be reached.
 import type { Context, Env } from "hono";
-import type { LockAcquisitionError } from "../errors.ts";
+import { failureReason, type LockAcquisitionError } from "../errors.ts";
 import type { HoldMiddlewareOptions } from "./types.ts";
+
+/**
+ * Whether a refusal means the resource is busy (423, 429: someone holds it), not that the nodes failed (503): held,
+ * or a request budget spent while the last attempt was refused by a holder. A budget spent on failing nodes is an
+ * outage, and answering it as busy would hide it from whoever watches the 503s.
+ */
+export function busy(error: LockAcquisitionError): boolean {
+  if (error.reason === "held") return true;
+  const last = error.attempts[error.attempts.length - 1];
+  return error.reason === "budget" && last !== undefined && failureReason(last) === "held";
+}
 
 /** The answer when no quorum could be reached: 503 with `Retry-After`, or the app's `onUnavailable`. */
 export function unavailable<E extends Env>(

@@ -1,6 +1,7 @@
 // The redlock() middleware in Node on the real cluster: concurrent reservations never oversell (and do without the
 // lock: the demo's negative control); busy → 423 and unreachable → 503, each with Retry-After, replaceable by onBusy and
-// onUnavailable, the cause logged once without secrets; variables read from Hono's env; the lock released after the
+// onUnavailable, the cause logged once without secrets; a request budget spent behind a holder → 423, spent on failing
+// nodes → 503; variables read from Hono's env; the lock released after the
 // handler (also when it throws, through waitUntil when there is one) and extended while it runs, a lost lock aborting
 // c.var.lock.signal; missing configuration → 500 naming the variables; a job runs exactly once; status shows holders.
 import { Hono } from "hono";
@@ -118,6 +119,32 @@ describe("redlock() middleware in Node", () => {
       expect(logged).toHaveLength(1);
       expect(String(logged[0][0])).toMatch(/UPSTASH_REDIS_REST_URL_1 \(127\.0\.0\.1:\d+\): redis unavailable/);
       for (const node of env.cluster.nodes) expect(String(logged[0][0])).not.toContain(node.token);
+    } finally {
+      console.error = original;
+    }
+  });
+
+  it("a request budget spent behind a holder is busy (423), spent on failing nodes an outage (503)", async () => {
+    const rl = new Redlock(env.nodes, { warnings: false, retryDelay: 50, retryJitter: 0 });
+    const app = new Hono();
+    app.post("/budget", redlock("lock:budget", { redlock: rl, wait: 10_000, maxRequests: 20 }), (c) => c.text("ran"));
+    const holder = await rl.acquire(["lock:budget"], 8_000);
+    const busy = await app.request("/budget", { method: "POST" });
+    expect(busy.status).toBe(423);
+    expect(await busy.json()).toMatchObject({ error: "locked", retryAfterMs: expect.any(Number) });
+    await holder.release();
+    await settle(env);
+    await Promise.all([0, 1, 2].map((i) => env.admins[i].faults({ status: 503 })));
+    const errors: unknown[][] = [];
+    const original = console.error;
+    console.error = (...args: unknown[]) => void errors.push(args);
+    try {
+      const down = await app.request("/budget", { method: "POST" });
+      expect(down.status).toBe(503);
+      expect(await down.json()).toEqual({ error: "lock unavailable", reason: "budget" });
+      // Its logged cause says that more requests would not help.
+      const logged = errors.map((args) => String(args[0])).find((line) => line.includes("answering 503"));
+      expect(logged).toMatch(/maxRequests .*: the nodes are failing, not busy; the last attempt: quorum impossible/);
     } finally {
       console.error = original;
     }
