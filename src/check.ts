@@ -174,10 +174,10 @@ export function tokenProblem(token: unknown): string | undefined {
 
 /** A ttl: an integer number of ms, above nodeTimeout, at most {@link MAX_TTL}. */
 export function checkTtl(ttl: unknown, nodeTimeout: number): number {
+  // The bound a ttl of 0 or less misses is nodeTimeout, not 1: one message gives the value that works.
+  if (typeof ttl === "number" && nodeTimeout > 0 && ttl <= nodeTimeout)
+    throw new InvalidArgumentError("ttl", `must be greater than nodeTimeout (${nodeTimeout} ms); got ${ttl}`);
   checkNumber("ttl", ttl, { min: 1, max: MAX_TTL, integer: true });
-  if ((ttl as number) <= nodeTimeout) {
-    throw new InvalidArgumentError("ttl", `must be greater than nodeTimeout (${nodeTimeout} ms); got ${ttl as number}`);
-  }
   return ttl as number;
 }
 

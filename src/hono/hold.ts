@@ -3,7 +3,7 @@
 import type { Context, Env } from "hono";
 import { watchBody, type WatchOptions } from "./body.ts";
 import { variablesOf } from "./config.ts";
-import { checkDuration, checkTtl } from "../check.ts";
+import { checkDuration, checkResources, checkTtl } from "../check.ts";
 import { InvalidArgumentError, ResponseAbandonedError } from "../errors.ts";
 import { keepLock } from "../lock/keeper.ts";
 import { lockState } from "../lock/lock.ts";
@@ -87,6 +87,22 @@ export function checkHoldOptions<R extends RedlockMutex>(
   if (typeof lostHeader !== "string" || !/^[A-Za-z0-9-]+$/.test(lostHeader))
     throw new InvalidArgumentError("options.lostHeader", "must be a header name");
   return lostHeader;
+}
+
+/**
+ * Checks a middleware's key when it is fixed (a string, or strings), as the route is defined: a key the lock would
+ * refuse (empty, too long, reserved) is refused there, named `key`, not on every request with a bare 500.
+ */
+export function checkStaticKey(key: unknown): void {
+  if (typeof key !== "string" && !Array.isArray(key)) return;
+  try {
+    checkResources(key);
+  } catch (error) {
+    if (!(error instanceof InvalidArgumentError)) throw error;
+    // The lock names the keys `resources[i]`: here the argument is `key`, a string one or a list.
+    const name = error.argument.replace(typeof key === "string" ? /^resources(\[0\])?/ : /^resources/, "key");
+    throw new InvalidArgumentError(name, error.message.slice(error.argument.length + 1));
+  }
 }
 
 /**

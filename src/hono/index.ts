@@ -6,7 +6,15 @@ import type { Lock } from "../lock/lock.ts";
 import { MAX_PERMITS, type Permit } from "../semaphore/semaphore.ts";
 import type { Redlock } from "../redlock.ts";
 import type { RedlockMutex } from "../redlock-mutex.ts";
-import { ANY_REDLOCK, checkHoldOptions, FULL_REDLOCK, holdAndExpose, pickRedlock, retryAfterSeconds } from "./hold.ts";
+import {
+  ANY_REDLOCK,
+  checkHoldOptions,
+  checkStaticKey,
+  FULL_REDLOCK,
+  holdAndExpose,
+  pickRedlock,
+  retryAfterSeconds,
+} from "./hold.ts";
 import { busy, unavailable } from "./refusals.ts";
 import { acquireOptions } from "./wait-options.ts";
 import { timedAcquire } from "./timing.ts";
@@ -102,6 +110,7 @@ export const redlock = <E extends Env = Env, R extends RedlockMutex = RedlockMut
   const lostHeader = checkHoldOptions({ ...options, ttl }, ANY_REDLOCK);
   if (typeof key !== "string" && typeof key !== "function" && !Array.isArray(key))
     throw new InvalidArgumentError("key", "must be a string, an array of strings or a function");
+  checkStaticKey(key);
   return createMiddleware<E & { Variables: RedlockVariables }>(async function redlockMiddleware(c, next) {
     const ctx = c as unknown as Context<E>;
     const resources = [await (typeof key === "function" ? key(ctx) : key)].flat();
@@ -165,6 +174,7 @@ export const semaphore = <E extends Env = Env>(
   const lostHeader = checkHoldOptions({ ...options, ttl }, FULL_REDLOCK);
   if (typeof key !== "string" && typeof key !== "function")
     throw new InvalidArgumentError("key", "must be a string or a function");
+  checkStaticKey(key);
   return createMiddleware<E & { Variables: SemaphoreVariables }>(async function semaphoreMiddleware(c, next) {
     const ctx = c as unknown as Context<E>;
     const name = await (typeof key === "function" ? key(ctx) : key);

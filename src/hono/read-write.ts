@@ -4,7 +4,14 @@ import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { InvalidArgumentError, LockAcquisitionError } from "../errors.ts";
 import type { Lock } from "../lock/lock.ts";
-import { checkHoldOptions, FULL_REDLOCK, holdAndExpose, pickRedlock, retryAfterSeconds } from "./hold.ts";
+import {
+  checkHoldOptions,
+  checkStaticKey,
+  FULL_REDLOCK,
+  holdAndExpose,
+  pickRedlock,
+  retryAfterSeconds,
+} from "./hold.ts";
 import { busy, unavailable } from "./refusals.ts";
 import { acquireOptions } from "./wait-options.ts";
 import { timedAcquire } from "./timing.ts";
@@ -57,6 +64,7 @@ export const readWrite = <E extends Env = Env>(
   const lostHeader = checkHoldOptions({ ...options, ttl }, FULL_REDLOCK);
   if (typeof key !== "string" && typeof key !== "function")
     throw new InvalidArgumentError("key", "must be a string or a function");
+  checkStaticKey(key);
   return createMiddleware<E & { Variables: ReadWriteVariables }>(async function readWriteMiddleware(c, next) {
     const ctx = c as unknown as Context<E>;
     const name = await (typeof key === "function" ? key(ctx) : key);

@@ -350,4 +350,12 @@ describe("invalid input", () => {
     ];
     for (const make of sync) expect(make).toThrow(InvalidArgumentError);
   });
+
+  it("a ttl of 0 or below names the bound that works (above nodeTimeout), not 1", async () => {
+    const { clock, redlock } = setup();
+    for (const ttl of [0, -5, 1, 100])
+      await expect(clock.run(redlock.acquire(["a"], ttl)), String(ttl)).rejects.toThrow(
+        `ttl must be greater than nodeTimeout (${redlock.options.nodeTimeout} ms); got ${ttl}`,
+      );
+  });
 });
