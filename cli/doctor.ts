@@ -1,4 +1,4 @@
-// `edge-redlock doctor`: read the five variables (environment and --env-file), check the nodes, print, exit.
+// `edge-redlock doctor`: read the five variables (environment and --vars files), check the nodes, print, exit.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { checkNodes } from "../src/doctor/index.ts";
@@ -14,14 +14,15 @@ export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 export const DOCTOR_HELP = `Usage: edge-redlock doctor [options]
 
 Checks the databases named by UPSTASH_REDIS_REST_URL_1 … _N and UPSTASH_REDIS_REST_TOKEN_1 … _N
-(from the environment, or from --env-file): reachable and how fast, every script the library sends
+(from the environment, or from --vars files): reachable and how fast, every script the library sends
 loads and runs (the fenced acquire included), the key-locking flag, independence (a probe key written
 on one node must not appear on another), clock offsets, expected lock latency, eviction, and a trial
 lock. Prints a table and a verdict.
 
 Options:
-  --env-file PATH      read variables from PATH (KEY=VALUE lines, e.g. .dev.vars); may repeat,
+  --vars PATH          read variables from PATH (KEY=VALUE lines, e.g. .dev.vars); may repeat,
                        later files win; values from files win over the environment
+  --env-file PATH      the same (but Node itself stops first when PATH does not exist)
   --nodes N            how many databases (default: 5, or more if _6 … are set)
   --samples N          timed requests per node after the first (default 10)
   --timeout MS         per-request timeout of the checks (default 3000)
@@ -47,7 +48,7 @@ export interface Io {
  * ```ts
  * const write = (stream: NodeJS.WriteStream) => (text: string) => void stream.write(text);
  * const io = { env: process.env, out: write(process.stdout), err: write(process.stderr) };
- * process.exitCode = await doctor(["--env-file", ".dev.vars"], io);
+ * process.exitCode = await doctor(["--vars", ".dev.vars"], io);
  * ```
  */
 export async function doctor(args: string[], io: Io): Promise<number> {
@@ -57,6 +58,8 @@ export async function doctor(args: string[], io: Io): Promise<number> {
     ({ values } = parseArgs({
       args,
       options: {
+        vars: { type: "string", multiple: true },
+        // Node reads --env-file anywhere in its argv and stops when the file is missing: --vars avoids that.
         "env-file": { type: "string", multiple: true },
         nodes: { type: "string" },
         samples: { type: "string" },
@@ -78,7 +81,8 @@ export async function doctor(args: string[], io: Io): Promise<number> {
   }
 
   const vars: Record<string, string | undefined> = { ...io.env };
-  for (const path of values["env-file"] ?? []) {
+  const files = [...(values["env-file"] ?? []), ...(values.vars ?? [])];
+  for (const path of files) {
     let text: string;
     try {
       text = readFileSync(path, "utf8");
@@ -110,7 +114,10 @@ export async function doctor(args: string[], io: Io): Promise<number> {
   } catch (error) {
     if (!(error instanceof MissingConfigurationError)) throw error;
     const verb = error.missing.length === 1 ? "is" : "are";
-    io.err(`edge-redlock doctor: not configured: ${error.missing.join(", ")} ${verb} missing or empty\n`);
+    io.err(
+      `edge-redlock doctor: not configured: ${error.missing.join(", ")} ${verb} missing or empty. Set them in ` +
+        "the environment or pass --vars PATH (local nodes: npx edge-redlock dev writes them to .dev.vars)\n",
+    );
     return EXIT.usage;
   }
   const labels = nodes.map((_, i) => envNames(i + 1).url);
@@ -124,10 +131,8 @@ export async function doctor(args: string[], io: Io): Promise<number> {
   const report = await checkNodes(nodes, options);
   if (values.json) io.out(`${JSON.stringify(report, null, 2)}\n`);
   else {
-    const files = values["env-file"]?.length ? ` (with ${values["env-file"].join(", ")})` : "";
-    io.out(
-      `edge-redlock doctor: ${count} nodes from ${envNames(1).url} … _${count}${files}\n\n${formatReport(report)}`,
-    );
+    const read = files.length ? ` (with ${files.join(", ")})` : "";
+    io.out(`edge-redlock doctor: ${count} nodes from ${envNames(1).url} … _${count}${read}\n\n${formatReport(report)}`);
     for (const hint of hints(report.nodes)) io.out(`${hint}\n`);
   }
   return report.ok ? EXIT.ok : EXIT.failed;

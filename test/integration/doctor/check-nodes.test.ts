@@ -353,8 +353,8 @@ describe("edge-redlock doctor (the CLI, from source)", () => {
     ...env.cluster.nodes.map((n) => new URL(n.url).host),
   ];
 
-  it("prints a table and an OK verdict and exits 0 on a healthy cluster (--env-file)", async () => {
-    const { code, stdout, stderr } = await run(["doctor", "--env-file", envFile(), "--samples", "2"]);
+  it("prints a table and an OK verdict and exits 0 on a healthy cluster (--vars)", async () => {
+    const { code, stdout, stderr } = await run(["doctor", "--vars", envFile(), "--samples", "2"]);
     expect(stderr).toBe("");
     expect(code).toBe(0);
     expect(stdout).toMatch(
@@ -417,10 +417,14 @@ describe("edge-redlock doctor (the CLI, from source)", () => {
     });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toBe(
-      "edge-redlock doctor: not configured: UPSTASH_REDIS_REST_URL_2, UPSTASH_REDIS_REST_TOKEN_2, UPSTASH_REDIS_REST_URL_3, UPSTASH_REDIS_REST_TOKEN_3, UPSTASH_REDIS_REST_URL_4, UPSTASH_REDIS_REST_TOKEN_4, UPSTASH_REDIS_REST_URL_5, UPSTASH_REDIS_REST_TOKEN_5 are missing or empty\n",
+      "edge-redlock doctor: not configured: UPSTASH_REDIS_REST_URL_2, UPSTASH_REDIS_REST_TOKEN_2, UPSTASH_REDIS_REST_URL_3, UPSTASH_REDIS_REST_TOKEN_3, UPSTASH_REDIS_REST_URL_4, UPSTASH_REDIS_REST_TOKEN_4, UPSTASH_REDIS_REST_URL_5, UPSTASH_REDIS_REST_TOKEN_5 are missing or empty. Set them in the environment or pass --vars PATH (local nodes: npx edge-redlock dev writes them to .dev.vars)\n",
     );
     expect(missing.stdout + missing.stderr).not.toContain(env.cluster.nodes[0].token);
     expect((await run(["doctor", "--samples", "x"])).code).toBe(2);
+    // --vars with a missing file: the CLI's own message, which Node never preempts.
+    const missingFile = await run(["doctor", "--vars", "/nonexistent/.dev.vars"]);
+    expect(missingFile.code).toBe(2);
+    expect(missingFile.stderr).toBe("edge-redlock doctor: cannot read the env file /nonexistent/.dev.vars (ENOENT)\n");
     // Node itself reads a script argument named --env-file when the file is missing, and exits 9
     // before the CLI runs (nodejs/node#54232); either way the path is named and the exit is non-zero.
     const unreadable = await run(["doctor", "--env-file", "/nonexistent/.dev.vars"]);
@@ -432,7 +436,7 @@ describe("edge-redlock doctor (the CLI, from source)", () => {
   });
 
   it("--json prints the report as JSON", async () => {
-    const { code, stdout } = await run(["doctor", "--env-file", envFile(), "--samples", "1", "--json"]);
+    const { code, stdout } = await run(["doctor", "--env-file", envFile(), "--samples", "1", "--json"]); // the alias
     expect(code).toBe(0);
     const report = JSON.parse(stdout) as DoctorReport;
     expect(report.ok).toBe(true);
