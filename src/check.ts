@@ -126,7 +126,12 @@ export function nodeIdentity(url: unknown): { identity: string } | { problem: st
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
   if (typeof url !== "string" || /[\s\u0000-\u001f\u007f]/.test(url))
     return { problem: "must be an http(s) URL without whitespace or control characters" };
-  if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) return { problem: "must be an http(s) URL" };
+  if (!/^https?:\/\//i.test(url) || !URL.canParse(url))
+    return {
+      problem: /^rediss?:\/\//i.test(url)
+        ? "must be the database's REST URL (https://…), not its redis:// URL"
+        : "must be an http(s) URL (the database's REST URL, https://…)",
+    };
   const parsed = new URL(url);
   const authority = url.slice(url.indexOf("//") + 2).split(/[/?#]/)[0];
   if (authority.includes("@") || parsed.username !== "" || parsed.password !== "") {

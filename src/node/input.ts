@@ -1,6 +1,7 @@
 // What users hand to `new Redlock`, turned into nodes: configs are checked and built, clients wrapped.
 import { checkToken, checkUrl } from "../check.ts";
 import { InvalidArgumentError } from "../errors.ts";
+import { envNames } from "./env.ts";
 import type { NodeConfig, RedlockNode, ScriptClient } from "./node.ts";
 import { upstashNode } from "./upstash.ts";
 import { warnOnFailure } from "./degradation-warning.ts";
@@ -33,13 +34,19 @@ export function toNodes(
     const warned = (built: RedlockNode) => (warnings ? warnOnFailure(built, secrets) : built);
     if (typeof (node as ScriptClient).evalsha === "function")
       return warned(upstashNode(node as ScriptClient, `node ${i + 1}`));
-    const identity = checkUrl((node as NodeConfig).url, `nodes[${i}].url`);
-    const token = checkToken((node as NodeConfig).token, `nodes[${i}].token`);
+    const { url, label } = node as NodeConfig;
+    // Nodes read by nodesFromEnv are labelled by their variable: its errors name the variables the user set.
+    const fromEnv = typeof label === "string" ? /^UPSTASH_REDIS_REST_URL_(\d+)$/.exec(label) : null;
+    const urlName = fromEnv ? fromEnv[0] : `nodes[${i}].url`;
+    const identity = checkUrl(url, urlName);
+    const token = checkToken(
+      (node as NodeConfig).token,
+      fromEnv ? envNames(Number(fromEnv[1])).token : `nodes[${i}].token`,
+    );
     if (identities.has(identity))
-      throw new InvalidArgumentError(`nodes[${i}].url`, "repeats another node: the databases must be independent");
+      throw new InvalidArgumentError(urlName, "repeats another node: the databases must be independent");
     identities.add(identity);
     secrets.push(token);
-    const { url, label } = node as NodeConfig;
     if (label !== undefined && (typeof label !== "string" || label === ""))
       throw new InvalidArgumentError(`nodes[${i}].label`, "must be a non-empty string");
     return warned(

@@ -54,6 +54,30 @@ describe("fromEnv with a Worker's interface Env", () => {
     expect(error.message).not.toContain("token-one");
     expect(() => Redlock.fromEnv(workerEnv, { nodes: 3 })).toThrow(MissingConfigurationError);
   });
+
+  it("names the variable of a value it refuses, not nodes[i], and never repeats the value", () => {
+    const env: Env = { ...workerEnv, UPSTASH_REDIS_REST_TOKEN_3: "token-three" };
+    expect(() => Redlock.fromEnv({ ...env, UPSTASH_REDIS_REST_URL_3: "htps//oops" }, { nodes: 3 })).toThrow(
+      "UPSTASH_REDIS_REST_URL_3 must be an http(s) URL (the database's REST URL, https://…)",
+    );
+    expect(() =>
+      Redlock.fromEnv({ ...env, UPSTASH_REDIS_REST_URL_2: "rediss://default:pw@two.example.test:6379" }, { nodes: 3 }),
+    ).toThrow("UPSTASH_REDIS_REST_URL_2 must be the database's REST URL (https://…), not its redis:// URL");
+    const short = (() => {
+      try {
+        Redlock.fromEnv({ ...env, UPSTASH_REDIS_REST_TOKEN_3: "tiny" }, { nodes: 3 });
+      } catch (e) {
+        return e as Error;
+      }
+    })();
+    expect(short?.message).toMatch(/^UPSTASH_REDIS_REST_TOKEN_3 must be a string of at least 8/);
+    expect(short?.message).not.toContain("tiny");
+    expect(() =>
+      Redlock.fromEnv({ ...env, UPSTASH_REDIS_REST_URL_3: env.UPSTASH_REDIS_REST_URL_1 }, { nodes: 3 }),
+    ).toThrow("UPSTASH_REDIS_REST_URL_3 repeats another node");
+    // Nodes given directly are still named by their place.
+    expect(() => new Redlock([{ url: "htps//oops", token: "token-one" }])).toThrow(/^nodes\[0\]\.url must be/);
+  });
 });
 
 describe("parseEnvFile (edge-redlock doctor --env-file)", () => {
