@@ -4,6 +4,7 @@
 // strings and lists — and refuses anything else by name, never with a silent wrong answer.
 import { createHash } from "node:crypto";
 import { EXISTS_SCRIPT } from "../src/doctor/probes.ts";
+import { PUBLISH_FROM_SCRIPT } from "../src/doctor/wakeups.ts";
 import * as library from "../src/scripts/index.ts";
 import { KEY_LOCKING, withoutKeyLocking, type Script } from "../src/scripts/index.ts";
 import { MemoryNode } from "../src/memory/memory-node.ts";
@@ -15,6 +16,8 @@ const INSTEAD = "run real local nodes (`edge-redlock dev`, without --memory) for
 
 /** The doctor's probe: scripting works at all. */
 const EXISTS_PROBE = "exists-probe" as const;
+/** The doctor's wakeup check: a script publishes, as the line's scripts do. */
+const PUBLISH_PROBE = "publish-probe" as const;
 
 /** A script this backend runs: its name, and whether the text sent carries Upstash's key-locking flag. */
 interface KnownScript {
@@ -50,6 +53,8 @@ function knownScripts(): Map<string, KnownScript> {
   }
   known.set(sha1(EXISTS_SCRIPT), { name: EXISTS_PROBE, flagged: false });
   known.set(sha1(KEY_LOCKING + EXISTS_SCRIPT), { name: EXISTS_PROBE, flagged: true });
+  known.set(sha1(PUBLISH_FROM_SCRIPT), { name: PUBLISH_PROBE, flagged: false });
+  known.set(sha1(KEY_LOCKING + PUBLISH_FROM_SCRIPT), { name: PUBLISH_PROBE, flagged: true });
   return known;
 }
 
@@ -265,6 +270,7 @@ export class MemoryBackend implements Backend {
   async #run(script: KnownScript, keys: string[], args: string[]): Promise<unknown> {
     const { name } = script;
     if (name === EXISTS_PROBE) return keys.slice(0, 1).filter((key) => this.node.get(key) !== undefined).length;
+    if (name === PUBLISH_PROBE) return this.node.publish(args[0], args[1]);
     try {
       // A test's own script names are no library Script's; the node's `execute` dispatches on the text alone.
       // A signal of its own that never aborts (a request that reached the bridge runs to its end): one shared by

@@ -7,7 +7,7 @@ import { clip, errorText, redact } from "../support/redact.ts";
 import type { Call } from "./rest.ts";
 
 /** Publishes ARGV[2] on the channel ARGV[1] from inside a script, as the line's scripts publish their wakeups. */
-const PUBLISH_FROM_SCRIPT = 'return redis.call("PUBLISH", ARGV[1], ARGV[2])';
+export const PUBLISH_FROM_SCRIPT = 'return redis.call("PUBLISH", ARGV[1], ARGV[2])';
 
 /** The same with Upstash's key-locking flag, as the line's scripts run where the node accepts the flag. */
 const PUBLISH_FROM_FLAGGED_SCRIPT = KEY_LOCKING + PUBLISH_FROM_SCRIPT;
