@@ -22,8 +22,8 @@ import { judge } from "./verdict.ts";
  * node reports it; and a trial lock, taken and released. Probe keys expire after a minute and are
  * deleted at the end. Web standards only, so it runs in a Worker's health route too.
  *
- * Requests per node: `samples` + 5 (a single pipeline carries the script checks). On the Workers
- * free plan (50 subrequests) five nodes fit with the default `samples` of 4.
+ * Requests per node: `samples` + 8 on a healthy node (a single pipeline carries the script checks). On the
+ * Workers free plan (50 subrequests) five nodes fit with `samples: 1` (45), not with the default 4 (60).
  * @throws {InvalidArgumentError} for a non-array or empty `nodes`, or bad options. Node problems never throw: they
  *   are in the report.
  * @example

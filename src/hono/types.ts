@@ -58,8 +58,9 @@ export interface HoldMiddlewareOptions<E extends Env, R extends RedlockMutex = R
    * Cap on the HTTP requests the route's lock sends in one request: the acquisition with its waiting, the automatic
    * extensions, and the release (always kept in reserve). A Worker on the free plan has 50 subrequests per
    * invocation: leave room for the handler's own. When the next attempt could pass it, the answer is 423 (429 for a
-   * semaphore) with `Retry-After`, as when busy; when the extensions would, the lock is kept until its validity
-   * ends (the signal then aborts). Default: no cap.
+   * semaphore) with `Retry-After`, as when busy, if a holder refused the last attempt, and 503 as when unreachable
+   * if the nodes failed; when the extensions would, the lock is kept until its validity ends (the signal then
+   * aborts). Default: no cap.
    */
   maxRequests?: number;
   /** Response header set to `"true"` when the lock was lost while the handler ran. Default `"Lock-Lost"`. */

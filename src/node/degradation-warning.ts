@@ -1,4 +1,5 @@
-// Degradation said out loud: a node that fails while the lock still works is reported, once per node per minute.
+// Degradation said out loud: a node that fails is reported (while the lock still works, and after), once per node
+// per minute.
 import { clip, failureText, redact } from "../support/redact.ts";
 import type { RedlockNode } from "./node.ts";
 
