@@ -19,6 +19,7 @@ export function resolveOptions(options: RedlockOptions | undefined, where = "opt
   if (options !== undefined && (typeof options !== "object" || options === null)) {
     throw new InvalidArgumentError(where, "must be an object");
   }
+  if (options) checkOptionNames(options, REDLOCK_OPTION_NAMES, where);
   const o = { ...DEFAULTS, clock: systemClock, ...definedOnly(options ?? {}) };
   checkRetry(o, where);
   checkNumber(`${where}.driftFactor`, o.driftFactor, { min: 0, below: 1 });
@@ -42,6 +43,7 @@ export function checkRetryPolicy(
   defaults: Pick<ResolvedOptions, "retryCount" | "retryDelay" | "retryJitter"> & { fair?: boolean },
 ): RetryPolicy {
   if (typeof options !== "object" || options === null) throw new InvalidArgumentError("options", "must be an object");
+  checkOptionNames(options, ACQUIRE_OPTION_NAMES, "options");
   const signal = checkSignal(options.signal, "options.signal");
   const policy = {
     retryCount: options.retryCount ?? defaults.retryCount,
@@ -177,6 +179,64 @@ export function tokenProblem(token: unknown): string | undefined {
   return `must be a string of ${what} (no whitespace or control characters)`;
 }
 
+/** The options of `new Redlock` (and `fromEnv`, less its `nodes`). */
+export const REDLOCK_OPTION_NAMES = [
+  "retryCount",
+  "retryDelay",
+  "retryJitter",
+  "driftFactor",
+  "nodeTimeout",
+  "batching",
+  "warnings",
+  "fair",
+  "clock",
+  "onEvent",
+] as const;
+
+/** The options of an acquisition (`acquire`, `acquireRead`, `acquireWrite`, a semaphore's `acquire`). */
+export const ACQUIRE_OPTION_NAMES = [
+  "signal",
+  "retryCount",
+  "retryDelay",
+  "retryJitter",
+  "maxWait",
+  "maxRequests",
+  "fair",
+  "fencing",
+] as const;
+
+/** The options of `using()`: an acquisition's, and how the hold is kept. */
+const USING_OPTION_NAMES = [...ACQUIRE_OPTION_NAMES, "maxHold", "extendThreshold"] as const;
+
+/** What a name that is not an option of one call may have meant. */
+const MEANT: Record<string, string> = {
+  wait: "maxWait (wait is the middlewares' name)",
+  timeout: "nodeTimeout (a Redlock option) or signal",
+  ttl: "the ttl argument",
+  retries: "retryCount",
+  fence: "fencing",
+};
+
+/**
+ * Refuses an option `options` has but `known` does not list: a misspelled option would otherwise be ignored, and the
+ * call would run with the default (a JavaScript caller, or TypeScript given a variable, has no compiler to tell).
+ * @example
+ * ```ts
+ * checkOptionNames({ retryCont: 3 }, ACQUIRE_OPTION_NAMES, "options"); // throws: options.retryCont is not …
+ * ```
+ */
+export function checkOptionNames(options: object, known: readonly string[], where: string): void {
+  for (const name of Object.keys(options)) {
+    if (known.includes(name)) continue;
+    const lower = name.toLowerCase();
+    const meant = known.find((k) => k.toLowerCase() === lower) ?? MEANT[lower];
+    throw new InvalidArgumentError(
+      `${where}.${name}`,
+      `is not an option here${meant ? ` (did you mean ${meant}?)` : ""}; the options are ${known.join(", ")}`,
+    );
+  }
+}
+
 /** A ttl: an integer number of ms, above nodeTimeout, at most {@link MAX_TTL}. */
 export function checkTtl(ttl: unknown, nodeTimeout: number): number {
   // The bound a ttl of 0 or less misses is nodeTimeout, not 1: one message gives the value that works.
@@ -192,16 +252,20 @@ export function checkUsing(
   routine: unknown,
   options: UsingOptions | undefined,
   nodeTimeout: number,
-): { maxHold?: number; threshold: number } {
+): { maxHold?: number; threshold: number; acquire: AcquireOptions } {
   checkTtl(ttl, nodeTimeout);
   if (typeof routine !== "function") throw new InvalidArgumentError("routine", "must be a function");
+  if (options !== undefined && (typeof options !== "object" || options === null))
+    throw new InvalidArgumentError("options", "must be an object");
+  if (options) checkOptionNames(options, USING_OPTION_NAMES, "options");
   const maxHold = checkDuration("options.maxHold", options?.maxHold, 1);
   const threshold =
     checkDuration("options.extendThreshold", options?.extendThreshold, 1) ??
     defaultThreshold(ttl as number, nodeTimeout);
   if (threshold >= (ttl as number))
     throw new InvalidArgumentError("options.extendThreshold", `must be below the ttl (${ttl as number} ms)`);
-  return { maxHold, threshold };
+  const { maxHold: _hold, extendThreshold: _threshold, ...acquire } = options ?? {};
+  return { maxHold, threshold, acquire };
 }
 
 /** An optional AbortSignal. */

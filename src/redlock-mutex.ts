@@ -181,8 +181,8 @@ export class RedlockMutex {
     routine: (signal: AbortSignal, lock: Lock) => Promise<T> | T,
     options: UsingOptions = {},
   ): Promise<T> {
-    const keep = checkUsing(ttl, routine, options, this.options.nodeTimeout);
-    const lock = await this.acquire(resources, ttl, options);
+    const { acquire, ...keep } = checkUsing(ttl, routine, options, this.options.nodeTimeout);
+    const lock = await this.acquire(resources, ttl, acquire);
     return holdWhile(lock, routine, { clock: this.options.clock, ttl, ...keep, signal: options?.signal });
   }
 

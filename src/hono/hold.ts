@@ -3,7 +3,7 @@
 import type { Context, Env } from "hono";
 import { watchBody, type WatchOptions } from "./body.ts";
 import { variablesOf } from "./config.ts";
-import { checkDuration, checkResources, checkTtl } from "../check.ts";
+import { checkDuration, checkOptionNames, checkResources, checkTtl } from "../check.ts";
 import { InvalidArgumentError, ResponseAbandonedError } from "../errors.ts";
 import { keepLock } from "../lock/keeper.ts";
 import { lockState } from "../lock/lock.ts";
@@ -44,6 +44,26 @@ const fromEnvCache = new Map<string, RedlockMutex>();
 const reportedMissing = new Set<string>();
 
 /** The options every middleware checks when the route is defined (not on the first request). */
+/** The options every holding middleware takes; each adds its own (see {@link checkHoldOptions}). */
+const HOLD_OPTION_NAMES = [
+  "ttl",
+  "wait",
+  "redlock",
+  "onUnavailable",
+  "maxHold",
+  "maxRequests",
+  "lostHeader",
+  "serverTiming",
+] as const;
+
+/**
+ * Refuses a middleware option that is not one (a misspelling would be ignored): `own` lists those of the
+ * middleware besides {@link HOLD_OPTION_NAMES}.
+ */
+export function checkMiddlewareOptionNames(options: object, own: readonly string[]): void {
+  checkOptionNames(options, [...HOLD_OPTION_NAMES, ...own], "options");
+}
+
 export function checkHoldOptions<R extends RedlockMutex>(
   options: {
     ttl: number;

@@ -9,6 +9,7 @@ import type { RedlockMutex } from "../redlock-mutex.ts";
 import {
   ANY_REDLOCK,
   checkHoldOptions,
+  checkMiddlewareOptionNames,
   checkStaticKey,
   FULL_REDLOCK,
   holdAndExpose,
@@ -106,6 +107,7 @@ export const redlock = <E extends Env = Env, R extends RedlockMutex = RedlockMut
   key: LockKey<E>,
   options: RedlockMiddlewareOptions<E, R> = {},
 ): MiddlewareHandler<E & { Variables: RedlockVariables }> => {
+  checkMiddlewareOptionNames(options, ["onBusy"]);
   const ttl = options.ttl ?? DEFAULT_TTL;
   const lostHeader = checkHoldOptions({ ...options, ttl }, ANY_REDLOCK);
   if (typeof key !== "string" && typeof key !== "function" && !Array.isArray(key))
@@ -167,6 +169,7 @@ export const semaphore = <E extends Env = Env>(
 ): MiddlewareHandler<E & { Variables: SemaphoreVariables }> => {
   if (typeof options !== "object" || options === null)
     throw new InvalidArgumentError("options", "must be an object with a limit");
+  checkMiddlewareOptionNames(options, ["limit", "onFull"]);
   const { limit } = options;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS)
     throw new InvalidArgumentError("options.limit", `must be an integer from 1 to ${MAX_PERMITS}`);

@@ -6,6 +6,7 @@ import { InvalidArgumentError, LockAcquisitionError } from "../errors.ts";
 import type { Lock } from "../lock/lock.ts";
 import {
   checkHoldOptions,
+  checkMiddlewareOptionNames,
   checkStaticKey,
   FULL_REDLOCK,
   holdAndExpose,
@@ -60,6 +61,7 @@ export const readWrite = <E extends Env = Env>(
   key: string | ((c: Context<E>) => string | Promise<string>),
   options: ReadWriteMiddlewareOptions<E> = {},
 ): MiddlewareHandler<E & { Variables: ReadWriteVariables }> => {
+  checkMiddlewareOptionNames(options, ["onBusy"]);
   const ttl = options.ttl ?? DEFAULT_TTL;
   const lostHeader = checkHoldOptions({ ...options, ttl }, FULL_REDLOCK);
   if (typeof key !== "string" && typeof key !== "function")

@@ -147,8 +147,8 @@ export class ReadWriteLock {
     routine: (signal: AbortSignal, lock: Lock) => Promise<T> | T,
     options: UsingOptions,
   ): Promise<T> {
-    const keep = checkUsing(ttl, routine, options, this.#rounds.options.nodeTimeout);
-    const lock = await this.#acquire(kind, ttl, options);
+    const { acquire, ...keep } = checkUsing(ttl, routine, options, this.#rounds.options.nodeTimeout);
+    const lock = await this.#acquire(kind, ttl, acquire);
     return holdWhile(lock, routine, { clock: this.#rounds.clock, ttl, ...keep, signal: options?.signal });
   }
 

@@ -154,8 +154,8 @@ export class Semaphore {
     routine: (signal: AbortSignal, permit: Permit) => Promise<T> | T,
     options: UsingOptions = {},
   ): Promise<T> {
-    const keep = checkUsing(ttl, routine, options, this.#rounds.options.nodeTimeout);
-    const permit = await this.acquire(ttl, options);
+    const { acquire, ...keep } = checkUsing(ttl, routine, options, this.#rounds.options.nodeTimeout);
+    const permit = await this.acquire(ttl, acquire);
     return holdWhile(permit, routine, { clock: this.#rounds.clock, ttl, ...keep, signal: options?.signal });
   }
 
