@@ -14,7 +14,8 @@ export function missingRedisServer(path?: string): Error {
       "  macOS:          brew install redis",
       "  Windows:        in WSL (Ubuntu): sudo apt-get update && sudo apt-get install -y redis-server,",
       "                  and run your tests inside WSL",
-      'Or pass its path: startLocalNodes({ redisServer: "/path/to/redis-server" }).',
+      'Or pass its path: startLocalNodes({ redisServer: "/path/to/redis-server" })',
+      "(npx edge-redlock dev --redis-server /path/to/redis-server).",
       "Or, with nothing to install: memory nodes behind the same HTTP front, startLocalNodes({ memory: true })",
       "(npx edge-redlock dev --memory): the library's scripts on an in-process store, not a Redis server.",
     ].join("\n"),
@@ -25,7 +26,8 @@ export function missingRedisServer(path?: string): Error {
 export function missingIoredis(cause: unknown): Error {
   return new Error(
     "edge-redlock/testing: startLocalNodes needs the ioredis package (the local bridge's Redis client). " +
-      "Install it as a dev dependency: npm install --save-dev ioredis (bun add -d ioredis; deno add npm:ioredis)",
+      "Install it as a dev dependency: npm install --save-dev ioredis (bun add -d ioredis; deno add npm:ioredis). " +
+      "Or, with nothing to install: memory nodes, startLocalNodes({ memory: true }) (npx edge-redlock dev --memory)",
     { cause },
   );
 }

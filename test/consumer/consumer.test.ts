@@ -468,7 +468,7 @@ describe("edge-redlock/testing without ioredis installed", () => {
     const ran = await run(process.execPath, ["start.mjs"], { cwd: dir });
     expect(ran.code, ran.stdout + ran.stderr).toBe(1);
     expect(ran.stdout).toBe(
-      "edge-redlock/testing: startLocalNodes needs the ioredis package (the local bridge's Redis client). Install it as a dev dependency: npm install --save-dev ioredis (bun add -d ioredis; deno add npm:ioredis)\n",
+      "edge-redlock/testing: startLocalNodes needs the ioredis package (the local bridge's Redis client). Install it as a dev dependency: npm install --save-dev ioredis (bun add -d ioredis; deno add npm:ioredis). Or, with nothing to install: memory nodes, startLocalNodes({ memory: true }) (npx edge-redlock dev --memory)\n",
     );
   });
 
