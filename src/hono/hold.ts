@@ -159,11 +159,19 @@ export function pickRedlock<E extends Env, R extends RedlockMutex>(
     return built;
   } catch (error) {
     if (!(error instanceof MissingConfigurationError)) throw error;
-    const line = `edge-redlock: ${error.message} (read from ${source})`;
+    const line = `edge-redlock: ${error.message} (read from ${source}). ${whereToSet(source)}`;
     if (!reportedMissing.has(line) && reportedMissing.size < 32) console.error(line);
     reportedMissing.add(line);
     return c.json({ error: "lock not configured", missing: error.missing, source }, 500);
   }
+}
+
+/** Where the missing variables are set, for the source they were read from (see `variablesOf`). */
+function whereToSet(source: string): string {
+  const local = "npx edge-redlock dev runs local nodes and writes them";
+  if (source.startsWith("c.env")) return `Locally, ${local} to .dev.vars; deployed, npx wrangler secret put NAME`;
+  if (source.startsWith("the redlock option")) return "The redlock option's factory reads them: set them there";
+  return `Set them in the environment; locally, ${local} to .env with --out .env (node --env-file=.env)`;
 }
 
 /** How a lock is held through a request. */

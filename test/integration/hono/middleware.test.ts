@@ -246,6 +246,10 @@ describe("redlock() middleware in Node", () => {
       expect(second.status).toBe(500);
       expect(errors).toHaveLength(1);
       expect(String((errors[0] as unknown[])[0])).toContain("(read from process.env");
+      // And where to set them.
+      expect(String((errors[0] as unknown[])[0])).toContain(
+        "Set them in the environment; locally, npx edge-redlock dev",
+      );
       expect(JSON.stringify(errors)).not.toContain(env.cluster.nodes[0].token);
     } finally {
       console.error = original;
