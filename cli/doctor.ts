@@ -87,9 +87,7 @@ export async function doctor(args: string[], io: Io): Promise<number> {
     try {
       text = readFileSync(path, "utf8");
     } catch (error) {
-      io.err(
-        `edge-redlock doctor: cannot read the env file ${path} (${(error as NodeJS.ErrnoException).code ?? "error"})\n`,
-      );
+      io.err(`edge-redlock doctor: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? "error"})\n`);
       return EXIT.usage;
     }
     Object.assign(vars, parseEnvFile(text));

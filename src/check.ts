@@ -229,12 +229,37 @@ export function checkOptionNames(options: object, known: readonly string[], wher
   for (const name of Object.keys(options)) {
     if (known.includes(name)) continue;
     const lower = name.toLowerCase();
-    const meant = known.find((k) => k.toLowerCase() === lower) ?? MEANT[lower];
+    const meant = known.find((k) => k.toLowerCase() === lower) ?? MEANT[lower] ?? nearest(lower, known);
     throw new InvalidArgumentError(
       `${where}.${name}`,
       `is not an option here${meant ? ` (did you mean ${meant}?)` : ""}; the options are ${known.join(", ")}`,
     );
   }
+}
+
+/** The known name fewest edits (insert, delete, replace, swap two neighbours) from `name`, if two or fewer. */
+function nearest(name: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let fewest = 3;
+  for (const k of known) {
+    const n = edits(name, k.toLowerCase());
+    if (n < fewest) [best, fewest] = [k, n];
+  }
+  return best;
+}
+
+/** The optimal string alignment distance of `a` and `b`. */
+function edits(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++)
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.length][b.length];
 }
 
 /** A ttl: an integer number of ms, above nodeTimeout, at most {@link MAX_TTL}. */

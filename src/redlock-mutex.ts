@@ -1,7 +1,15 @@
 // The Redlock mutex: acquire on a quorum within validity, release everywhere, retry at random. `Redlock`
 // (redlock.ts) adds the semaphore, the read-write lock and inspection on top; this class alone is the
 // `edge-redlock/mutex` entry, so a bundle that only locks carries none of them.
-import { checkResources, checkRetryPolicy, checkTtl, checkUsing, resolveOptions } from "./check.ts";
+import {
+  REDLOCK_OPTION_NAMES,
+  checkOptionNames,
+  checkResources,
+  checkRetryPolicy,
+  checkTtl,
+  checkUsing,
+  resolveOptions,
+} from "./check.ts";
 import { InvalidArgumentError, type LockExtensionError, type MaxHoldError } from "./errors.ts";
 import { fenceKey } from "./fencing/tokens.ts";
 import { holdWhile } from "./lock/keeper.ts";
@@ -103,6 +111,7 @@ export class RedlockMutex {
    * ```
    */
   static fromEnv(env: object, options?: RedlockOptions & EnvOptions): RedlockMutex {
+    if (options) checkOptionNames(options, [...REDLOCK_OPTION_NAMES, "nodes"], "options");
     const { nodes, ...rest } = options ?? {};
     return new RedlockMutex(nodesFromEnv(env, { nodes }), rest);
   }

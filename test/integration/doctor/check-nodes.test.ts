@@ -424,13 +424,13 @@ describe("edge-redlock doctor (the CLI, from source)", () => {
     // --vars with a missing file: the CLI's own message, which Node never preempts.
     const missingFile = await run(["doctor", "--vars", "/nonexistent/.dev.vars"]);
     expect(missingFile.code).toBe(2);
-    expect(missingFile.stderr).toBe("edge-redlock doctor: cannot read the env file /nonexistent/.dev.vars (ENOENT)\n");
+    expect(missingFile.stderr).toBe("edge-redlock doctor: cannot read /nonexistent/.dev.vars (ENOENT)\n");
     // Node itself reads a script argument named --env-file when the file is missing, and exits 9
     // before the CLI runs (nodejs/node#54232); either way the path is named and the exit is non-zero.
     const unreadable = await run(["doctor", "--env-file", "/nonexistent/.dev.vars"]);
     expect([2, 9]).toContain(unreadable.code);
     expect(unreadable.stderr).toMatch(
-      /(cannot read the env file \/nonexistent\/\.dev\.vars \(ENOENT\)|\/nonexistent\/\.dev\.vars: not found)\n$/,
+      /(cannot read \/nonexistent\/\.dev\.vars \(ENOENT\)|\/nonexistent\/\.dev\.vars: not found)\n$/,
     );
     expect((await run(["frobnicate"])).code).toBe(2);
   });
