@@ -227,7 +227,8 @@ const MEANT: Record<string, string> = {
  */
 export function checkOptionNames(options: object, known: readonly string[], where: string): void {
   for (const name of Object.keys(options)) {
-    if (known.includes(name)) continue;
+    // An option left undefined asks for the default either way: a caller spreading a wider object is not refused.
+    if (known.includes(name) || (options as Record<string, unknown>)[name] === undefined) continue;
     const lower = name.toLowerCase();
     const meant = known.find((k) => k.toLowerCase() === lower) ?? MEANT[lower] ?? nearest(lower, known);
     throw new InvalidArgumentError(

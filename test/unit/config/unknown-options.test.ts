@@ -45,6 +45,10 @@ describe("an option that is not one", () => {
     expect(slip.message).toContain("(did you mean retryCount?)");
     await refusal(() => clock.run(redlock.semaphore("s", 2).acquire(1_000, { maxwait: 5 } as never)));
     await refusal(() => clock.run(redlock.readWriteLock("d").acquireRead(1_000, { fenced: true } as never)));
+    // A name left undefined asks for nothing: it passes (a caller may spread a wider object).
+    const { clock: c2, redlock: r2 } = setup();
+    const lock = await c2.run(r2.acquire(["u"], 1_000, { maxWait: undefined, wait: undefined } as AcquireOptions));
+    await c2.run(lock.release());
     // maxHold belongs to using(), not to acquire.
     await refusal(() => clock.run(redlock.acquire(["k"], 1_000, { maxHold: 5 } as never)));
     expect(nodes.map((n) => n.requests.length)).toEqual([0, 0, 0, 0, 0]);
