@@ -10,6 +10,7 @@
 import { createWriteStream, mkdirSync } from "node:fs";
 import { Redis as TcpRedis } from "ioredis";
 import { startCluster } from "../dev/cluster.ts";
+import { launchFromShell } from "../dev/redis-server.ts";
 import { Bed, linkName } from "./bed.ts";
 import { check, formatReport, readLog } from "./checker.ts";
 import { formatLiveness, liveness } from "./liveness.ts";
@@ -84,6 +85,8 @@ mkdirSync(".tmp/chaos", { recursive: true });
 const log = createWriteStream(logPath);
 const write = (record: ChaosRecord) => log.write(`${JSON.stringify(record)}\n`);
 
+// Restarted nodes are forked by a small shell, not by this process, which grows to gigabytes with the clients.
+launchFromShell();
 const cluster = await startCluster({ nodes: NODES + 1 });
 const lockNodes = cluster.nodes.slice(0, NODES);
 const store = cluster.nodes[NODES];

@@ -2,6 +2,8 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { existsSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Redis } from "ioredis";
 
 /** Where Homebrew and hand builds put redis-server, which a GUI shell's PATH may lack (/usr/bin is on every PATH). */
@@ -100,11 +102,80 @@ export function freePort(): Promise<number> {
 
 export type RedisProcessState = "running" | "paused" | "killed";
 
+/** A redis-server started by the shell of {@link launchFromShell}: its pid, and what it printed so far. */
+interface Launched {
+  pid: number;
+  output(): string;
+}
+
+let shell: { start(binary: string, args: string[]): Promise<Launched> } | undefined;
+
+/**
+ * Starts every later redis-server of this process from a shell started now. A process that forks a child holds
+ * its threads up while the kernel copies its memory map: 70–140 ms for `spawn` in a Node process with 23 busy worker
+ * threads and 2.7 GB, and 0.4–1.3 s at each restart of a node in the chaos bed, whose one process runs the five
+ * bridges and every client, so that every client's attempt timed out on every node then. Call it while the process
+ * is still small (the shell is forked once, then); the shell forks the servers. Linux and macOS (`/bin/sh`).
+ * @example
+ * launchFromShell(); // before the clients start
+ */
+export function launchFromShell(): void {
+  if (shell) return;
+  const sh = spawn("/bin/sh", [], { stdio: ["pipe", "pipe", "ignore"] });
+  // The shell never keeps this process alive, except while a start waits for its pid.
+  sh.unref();
+  const pids = sh.stdout as unknown as { ref(): void; unref(): void };
+  pids.unref();
+  (sh.stdin as unknown as { unref?(): void }).unref?.();
+  const waiting: ((pid: number) => void)[] = [];
+  let buffered = "";
+  sh.stdout?.on("data", (chunk: Buffer) => {
+    buffered += chunk.toString("utf8");
+    let newline = buffered.indexOf("\n");
+    while (newline >= 0) {
+      waiting.shift()?.(Number(buffered.slice(0, newline)));
+      buffered = buffered.slice(newline + 1);
+      newline = buffered.indexOf("\n");
+    }
+    if (waiting.length === 0) pids.unref();
+  });
+  let started = 0;
+  const quote = (arg: string) => `'${arg.replace(/'/g, "'\\''")}'`;
+  shell = {
+    start(binary, args) {
+      const log = join(tmpdir(), `edge-redlock-redis-${process.pid}-${++started}.log`);
+      return new Promise((resolve) => {
+        waiting.push((pid) => resolve({ pid, output: () => (existsSync(log) ? readFileSync(log, "utf8") : "") }));
+        pids.ref();
+        sh.stdin?.write(`${[binary, ...args].map(quote).join(" ")} > ${quote(log)} 2>&1 & echo $!\n`);
+      });
+    },
+  };
+}
+
+/** The options every redis-server of the bed starts with: no persistence, so every start is empty. */
+const SERVER_ARGS = (port: number) => [
+  "--port",
+  String(port),
+  "--bind",
+  "127.0.0.1",
+  "--save",
+  "",
+  "--appendonly",
+  "no",
+  "--protected-mode",
+  "no",
+  "--loglevel",
+  "warning",
+];
+
 /** A redis-server process bound to one port that can be killed, paused and restarted empty. */
 export class RedisProcess {
   readonly port: number;
   readonly binary: string;
   #child: ChildProcess | undefined;
+  /** Its pid when a shell started it (see {@link launchFromShell}). */
+  #launched: number | undefined;
   #state: RedisProcessState = "killed";
 
   constructor(binary: string, port: number) {
@@ -122,24 +193,27 @@ export class RedisProcess {
 
   /** Starts the process (no persistence, so every start is empty) and waits until it accepts commands. */
   async start(): Promise<void> {
-    const child = spawn(
-      this.binary,
-      [
-        "--port",
-        String(this.port),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--protected-mode",
-        "no",
-        "--loglevel",
-        "warning",
-      ],
-      { stdio: ["ignore", "pipe", "pipe"] },
-    );
+    if (shell) {
+      const { pid, output } = await shell.start(this.binary, SERVER_ARGS(this.port));
+      this.#launched = pid;
+      let starting = true;
+      const exited = (async () => {
+        while (starting) {
+          if (!alive(pid))
+            throw new Error(`redis-server on port ${this.port} exited: ${output().trim().slice(-2_000)}`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      })();
+      exited.catch(() => {});
+      try {
+        await Promise.race([waitForPort(this.port, 5_000), exited]);
+      } finally {
+        starting = false;
+      }
+      this.#state = "running";
+      return;
+    }
+    const child = spawn(this.binary, SERVER_ARGS(this.port), { stdio: ["ignore", "pipe", "pipe"] });
     // redis-server logs to stdout (e.g. "Could not create server TCP listening socket"): keep both for the error.
     let stderr = "";
     const keep = (chunk: unknown) => (stderr = (stderr + String(chunk)).slice(-2_000));
@@ -159,8 +233,15 @@ export class RedisProcess {
   /** SIGKILL: the data is gone with the process. Resolves once the process is gone. */
   async kill(): Promise<void> {
     const child = this.#child;
+    const launched = this.#launched;
     this.#child = undefined;
+    this.#launched = undefined;
     this.#state = "killed";
+    if (launched !== undefined) {
+      signalPid(launched, "SIGCONT");
+      signalPid(launched, "SIGKILL");
+      return gone(launched);
+    }
     if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once("exit", resolve));
     signal(child, "SIGCONT");
@@ -173,12 +254,17 @@ export class RedisProcess {
   forceKill(): void {
     signal(this.#child, "SIGCONT");
     signal(this.#child, "SIGKILL");
+    if (this.#launched !== undefined) {
+      signalPid(this.#launched, "SIGCONT");
+      signalPid(this.#launched, "SIGKILL");
+    }
   }
 
   /** SIGSTOP: connections stay open, nothing answers. */
   pause(): void {
     if (this.#state !== "running") throw new Error(`cannot pause a ${this.#state} redis-server`);
     signal(this.#child, "SIGSTOP");
+    if (this.#launched !== undefined) signalPid(this.#launched, "SIGSTOP");
     this.#state = "paused";
   }
 
@@ -186,6 +272,7 @@ export class RedisProcess {
   resume(): void {
     if (this.#state !== "paused") throw new Error(`cannot resume a ${this.#state} redis-server`);
     signal(this.#child, "SIGCONT");
+    if (this.#launched !== undefined) signalPid(this.#launched, "SIGCONT");
     this.#state = "running";
   }
 
@@ -207,11 +294,30 @@ export class RedisProcess {
 
 /** Sends a signal by pid (Deno's ChildProcess.kill does not deliver every signal). */
 function signal(child: ChildProcess | undefined, name: NodeJS.Signals): void {
-  if (!child?.pid) return;
+  if (child?.pid) signalPid(child.pid, name);
+}
+
+function signalPid(pid: number, name: NodeJS.Signals): void {
   try {
-    process.kill(child.pid, name);
+    process.kill(pid, name);
   } catch {
     // already gone
+  }
+}
+
+/** Whether `pid` runs (a zombie does not), from /proc where there is one. */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return !stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    if (existsSync("/proc/self")) return false;
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
   }
 }
 
