@@ -1,7 +1,7 @@
 // One real redis-server process on 127.0.0.1: start, kill, pause, resume, restart empty.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -106,6 +106,8 @@ export type RedisProcessState = "running" | "paused" | "killed";
 interface Launched {
   pid: number;
   output(): string;
+  /** Deletes what it printed (once it is gone). */
+  forget(): void;
 }
 
 let shell: { start(binary: string, args: string[]): Promise<Launched> } | undefined;
@@ -145,7 +147,13 @@ export function launchFromShell(): void {
     start(binary, args) {
       const log = join(tmpdir(), `edge-redlock-redis-${process.pid}-${++started}.log`);
       return new Promise((resolve) => {
-        waiting.push((pid) => resolve({ pid, output: () => (existsSync(log) ? readFileSync(log, "utf8") : "") }));
+        waiting.push((pid) =>
+          resolve({
+            pid,
+            output: () => (existsSync(log) ? readFileSync(log, "utf8") : ""),
+            forget: () => rmSync(log, { force: true }),
+          }),
+        );
         pids.ref();
         sh.stdin?.write(`${[binary, ...args].map(quote).join(" ")} > ${quote(log)} 2>&1 & echo $!\n`);
       });
@@ -175,7 +183,7 @@ export class RedisProcess {
   readonly binary: string;
   #child: ChildProcess | undefined;
   /** Its pid when a shell started it (see {@link launchFromShell}). */
-  #launched: number | undefined;
+  #launched: Launched | undefined;
   #state: RedisProcessState = "killed";
 
   constructor(binary: string, port: number) {
@@ -194,8 +202,9 @@ export class RedisProcess {
   /** Starts the process (no persistence, so every start is empty) and waits until it accepts commands. */
   async start(): Promise<void> {
     if (shell) {
-      const { pid, output } = await shell.start(this.binary, SERVER_ARGS(this.port));
-      this.#launched = pid;
+      const launched = await shell.start(this.binary, SERVER_ARGS(this.port));
+      const { pid, output } = launched;
+      this.#launched = launched;
       let starting = true;
       const exited = (async () => {
         while (starting) {
@@ -238,9 +247,10 @@ export class RedisProcess {
     this.#launched = undefined;
     this.#state = "killed";
     if (launched !== undefined) {
-      signalPid(launched, "SIGCONT");
-      signalPid(launched, "SIGKILL");
-      return gone(launched);
+      signalPid(launched.pid, "SIGCONT");
+      signalPid(launched.pid, "SIGKILL");
+      await gone(launched.pid);
+      return launched.forget();
     }
     if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once("exit", resolve));
@@ -255,8 +265,9 @@ export class RedisProcess {
     signal(this.#child, "SIGCONT");
     signal(this.#child, "SIGKILL");
     if (this.#launched !== undefined) {
-      signalPid(this.#launched, "SIGCONT");
-      signalPid(this.#launched, "SIGKILL");
+      signalPid(this.#launched.pid, "SIGCONT");
+      signalPid(this.#launched.pid, "SIGKILL");
+      this.#launched.forget();
     }
   }
 
@@ -264,7 +275,7 @@ export class RedisProcess {
   pause(): void {
     if (this.#state !== "running") throw new Error(`cannot pause a ${this.#state} redis-server`);
     signal(this.#child, "SIGSTOP");
-    if (this.#launched !== undefined) signalPid(this.#launched, "SIGSTOP");
+    if (this.#launched !== undefined) signalPid(this.#launched.pid, "SIGSTOP");
     this.#state = "paused";
   }
 
@@ -272,7 +283,7 @@ export class RedisProcess {
   resume(): void {
     if (this.#state !== "paused") throw new Error(`cannot resume a ${this.#state} redis-server`);
     signal(this.#child, "SIGCONT");
-    if (this.#launched !== undefined) signalPid(this.#launched, "SIGCONT");
+    if (this.#launched !== undefined) signalPid(this.#launched.pid, "SIGCONT");
     this.#state = "running";
   }
 
