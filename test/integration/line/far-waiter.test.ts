@@ -21,8 +21,10 @@ describe("a far waiter keeps its place", () => {
     const sent = [...far.sent];
     await lock.release();
     // Its first round (≥ 100 ms) is too slow for the 200 ms window: one renewal (its old ticket leaves every node,
-    // then it asks again), with room for a next round a little slower, which asks for no second one.
-    expect(sent.filter((name) => name === "leave").length, tally(sent)).toBe(5);
+    // then it asks again), with room for a next round a little slower, which asks for no second one. A machine
+    // loaded enough to make that round a quarter slower still (a full parallel test run) costs one more, no more.
+    const leaves = sent.filter((name) => name === "leave").length;
+    expect([5, 10], tally(sent)).toContain(leaves);
   });
 
   it("the first in line is served before the second when its round trip exceeds the claim window", async () => {

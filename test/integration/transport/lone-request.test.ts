@@ -129,7 +129,12 @@ describe("lone requests that land late (batching: false)", () => {
     await new Promise((r) => setTimeout(r, 20));
     await Promise.all(env.admins.map((a) => a.faults({ latencyMs: 0 })));
     const results = await Promise.all(locks.map((l) => l.release()));
-    for (const r of results) expect(r.released).toBeGreaterThanOrEqual(3);
+    // Every node that answered in time deleted the keys (a node the loaded machine kept past nodeTimeout is left
+    // to `pending`, and the end of the test checks it too).
+    for (const r of results) {
+      expect(r.votes.filter((v) => v.outcome === "denied")).toEqual([]);
+      expect(r.released).toBeGreaterThanOrEqual(2);
+    }
     expect(await Promise.all(extensions)).toEqual(keys.map(() => "released"));
     for (const l of locks) expect(l.validityMs).toBeLessThanOrEqual(0);
     await Promise.all(results.map((r) => r.pending));
