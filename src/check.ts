@@ -193,6 +193,9 @@ export const REDLOCK_OPTION_NAMES = [
   "onEvent",
 ] as const;
 
+/** The options of `fromEnv`: a Redlock's, and how many databases to read. */
+export const FROM_ENV_OPTION_NAMES = [...REDLOCK_OPTION_NAMES, "nodes"] as const;
+
 /** The options of an acquisition (`acquire`, `acquireRead`, `acquireWrite`, a semaphore's `acquire`). */
 export const ACQUIRE_OPTION_NAMES = [
   "signal",

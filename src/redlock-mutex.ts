@@ -2,7 +2,7 @@
 // (redlock.ts) adds the semaphore, the read-write lock and inspection on top; this class alone is the
 // `edge-redlock/mutex` entry, so a bundle that only locks carries none of them.
 import {
-  REDLOCK_OPTION_NAMES,
+  FROM_ENV_OPTION_NAMES,
   checkOptionNames,
   checkResources,
   checkRetryPolicy,
@@ -111,7 +111,7 @@ export class RedlockMutex {
    * ```
    */
   static fromEnv(env: object, options?: RedlockOptions & EnvOptions): RedlockMutex {
-    if (options) checkOptionNames(options, [...REDLOCK_OPTION_NAMES, "nodes"], "options");
+    if (options) checkOptionNames(options, FROM_ENV_OPTION_NAMES, "options");
     const { nodes, ...rest } = options ?? {};
     return new RedlockMutex(nodesFromEnv(env, { nodes }), rest);
   }

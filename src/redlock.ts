@@ -1,5 +1,5 @@
 // Redlock: the mutex (redlock-mutex.ts) and the factory of the other locks over the same nodes and rounds.
-import { REDLOCK_OPTION_NAMES, checkOptionNames, checkResources } from "./check.ts";
+import { FROM_ENV_OPTION_NAMES, checkOptionNames, checkResources } from "./check.ts";
 import { inspectResources, type Inspection } from "./lock/lock-inspection.ts";
 import { nodesFromEnv, type EnvOptions } from "./node/env.ts";
 import type { RedlockOptions } from "./options.ts";
@@ -35,7 +35,7 @@ export class Redlock extends RedlockMutex {
    * ```
    */
   static override fromEnv(env: object, options?: RedlockOptions & EnvOptions): Redlock {
-    if (options) checkOptionNames(options, [...REDLOCK_OPTION_NAMES, "nodes"], "options");
+    if (options) checkOptionNames(options, FROM_ENV_OPTION_NAMES, "options");
     const { nodes, ...rest } = options ?? {};
     return new Redlock(nodesFromEnv(env, { nodes }), rest);
   }

@@ -43,7 +43,6 @@ const DEFAULT_LOST_HEADER = "Lock-Lost";
 const fromEnvCache = new Map<string, RedlockMutex>();
 const reportedMissing = new Set<string>();
 
-/** The options every middleware checks when the route is defined (not on the first request). */
 /** The options every holding middleware takes; each adds its own (see {@link checkHoldOptions}). */
 const HOLD_OPTION_NAMES = [
   "ttl",
@@ -57,13 +56,10 @@ const HOLD_OPTION_NAMES = [
 ] as const;
 
 /**
- * Refuses a middleware option that is not one (a misspelling would be ignored): `own` lists those of the
- * middleware besides {@link HOLD_OPTION_NAMES}.
+ * The options every middleware checks when the route is defined (not on the first request), its names first: one
+ * that is not an option of {@link HOLD_OPTION_NAMES} or of the middleware's `own` is refused (a misspelling would be
+ * ignored).
  */
-export function checkMiddlewareOptionNames(options: object, own: readonly string[]): void {
-  checkOptionNames(options, [...HOLD_OPTION_NAMES, ...own], "options");
-}
-
 export function checkHoldOptions<R extends RedlockMutex>(
   options: {
     ttl: number;
@@ -75,7 +71,9 @@ export function checkHoldOptions<R extends RedlockMutex>(
     serverTiming?: unknown;
   },
   need: RedlockNeed<R>,
+  own: readonly string[],
 ): string {
+  checkOptionNames(options, [...HOLD_OPTION_NAMES, ...own], "options");
   const given = options.redlock;
   if (given !== undefined && typeof given !== "function" && !(given instanceof need.kind))
     throw new InvalidArgumentError(

@@ -9,7 +9,6 @@ import type { RedlockMutex } from "../redlock-mutex.ts";
 import {
   ANY_REDLOCK,
   checkHoldOptions,
-  checkMiddlewareOptionNames,
   checkStaticKey,
   FULL_REDLOCK,
   holdAndExpose,
@@ -107,9 +106,8 @@ export const redlock = <E extends Env = Env, R extends RedlockMutex = RedlockMut
   key: LockKey<E>,
   options: RedlockMiddlewareOptions<E, R> = {},
 ): MiddlewareHandler<E & { Variables: RedlockVariables }> => {
-  checkMiddlewareOptionNames(options, ["onBusy"]);
   const ttl = options.ttl ?? DEFAULT_TTL;
-  const lostHeader = checkHoldOptions({ ...options, ttl }, ANY_REDLOCK);
+  const lostHeader = checkHoldOptions({ ...options, ttl }, ANY_REDLOCK, ["onBusy"]);
   if (typeof key !== "string" && typeof key !== "function" && !Array.isArray(key))
     throw new InvalidArgumentError("key", "must be a string, an array of strings or a function");
   checkStaticKey(key);
@@ -169,12 +167,12 @@ export const semaphore = <E extends Env = Env>(
 ): MiddlewareHandler<E & { Variables: SemaphoreVariables }> => {
   if (typeof options !== "object" || options === null)
     throw new InvalidArgumentError("options", "must be an object with a limit");
-  checkMiddlewareOptionNames(options, ["limit", "onFull"]);
+  const ttl = options.ttl ?? DEFAULT_TTL;
+  // Its names first: a misspelled limit is named as one, not reported missing.
+  const lostHeader = checkHoldOptions({ ...options, ttl }, FULL_REDLOCK, ["limit", "onFull"]);
   const { limit } = options;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS)
     throw new InvalidArgumentError("options.limit", `must be an integer from 1 to ${MAX_PERMITS}`);
-  const ttl = options.ttl ?? DEFAULT_TTL;
-  const lostHeader = checkHoldOptions({ ...options, ttl }, FULL_REDLOCK);
   if (typeof key !== "string" && typeof key !== "function")
     throw new InvalidArgumentError("key", "must be a string or a function");
   checkStaticKey(key);

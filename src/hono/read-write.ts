@@ -6,7 +6,6 @@ import { InvalidArgumentError, LockAcquisitionError } from "../errors.ts";
 import type { Lock } from "../lock/lock.ts";
 import {
   checkHoldOptions,
-  checkMiddlewareOptionNames,
   checkStaticKey,
   FULL_REDLOCK,
   holdAndExpose,
@@ -61,9 +60,8 @@ export const readWrite = <E extends Env = Env>(
   key: string | ((c: Context<E>) => string | Promise<string>),
   options: ReadWriteMiddlewareOptions<E> = {},
 ): MiddlewareHandler<E & { Variables: ReadWriteVariables }> => {
-  checkMiddlewareOptionNames(options, ["onBusy"]);
   const ttl = options.ttl ?? DEFAULT_TTL;
-  const lostHeader = checkHoldOptions({ ...options, ttl }, FULL_REDLOCK);
+  const lostHeader = checkHoldOptions({ ...options, ttl }, FULL_REDLOCK, ["onBusy"]);
   if (typeof key !== "string" && typeof key !== "function")
     throw new InvalidArgumentError("key", "must be a string or a function");
   checkStaticKey(key);
