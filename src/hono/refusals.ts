@@ -37,5 +37,15 @@ function reportUnavailable(error: LockAcquisitionError): void {
   const cause = error.message.replace(/after \d+ attempt\(s\)/, "").replace(/\d+(?:\.\d+)? ?ms/g, "N ms");
   if (reportedUnavailable.has(cause) || reportedUnavailable.size >= 32) return;
   reportedUnavailable.add(cause);
-  console.error(`edge-redlock: answering 503 (logged once per cause): ${error.message}`);
+  console.error(`edge-redlock: answering 503 (logged once per cause): ${error.message}${reserveNote(error)}`);
+}
+
+/**
+ * For a spent budget: the acquisition's `maxRequests` is the middleware's less one request per node, kept for the
+ * release, so the message's count is not the number the app set.
+ */
+function reserveNote(error: LockAcquisitionError): string {
+  const nodes = error.attempts[error.attempts.length - 1]?.votes.length;
+  if (error.reason !== "budget" || !nodes) return "";
+  return ` (the middleware's maxRequests less ${nodes}, one request per node kept for the release)`;
 }

@@ -145,6 +145,8 @@ describe("redlock() middleware in Node", () => {
       // Its logged cause says that more requests would not help.
       const logged = errors.map((args) => String(args[0])).find((line) => line.includes("answering 503"));
       expect(logged).toMatch(/maxRequests .*: the nodes are failing, not busy; the last attempt: quorum impossible/);
+      // It counts against the acquisition's share of the 20, and says so.
+      expect(logged).toMatch(/of 15 requests sent.*maxRequests less 5, one request per node kept for the release\)$/);
     } finally {
       console.error = original;
     }
