@@ -157,7 +157,7 @@ export function pickRedlock<E extends Env, R extends RedlockMutex>(
     return built;
   } catch (error) {
     if (!(error instanceof MissingConfigurationError)) throw error;
-    const line = `edge-redlock: ${error.message} (read from ${source}). ${whereToSet(source)}`;
+    const line = `edge-redlock: missing ${error.missing.join(", ")} (read from ${source}). ${whereToSet(source)}`;
     if (!reportedMissing.has(line) && reportedMissing.size < 32) console.error(line);
     reportedMissing.add(line);
     return c.json({ error: "lock not configured", missing: error.missing, source }, 500);

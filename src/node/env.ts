@@ -20,6 +20,12 @@ export const envNames = (n: number): { url: string; token: string } => ({
   token: `UPSTASH_REDIS_REST_TOKEN_${n}`,
 });
 
+/** Where the variables come from, by runtime: the one thing a reader of the error must change. */
+const WHERE_TO_SET =
+  "on Workers, set them in .dev.vars locally and with `npx wrangler secret put NAME` when deployed; elsewhere, in " +
+  "the environment (locally, `npx edge-redlock dev` runs local nodes and writes their variables to .dev.vars, or " +
+  "to .env with --out .env)";
+
 /**
  * Configuration is missing from the environment; `missing` lists the variable names (never values).
  * @example
@@ -36,7 +42,7 @@ export class MissingConfigurationError extends InvalidArgumentError {
    * @param missing the names of the missing variables
    */
   constructor(missing: string[]) {
-    super("env", `is missing ${missing.join(", ")}`);
+    super("env", `is missing ${missing.join(", ")}: ${WHERE_TO_SET}`);
     this.missing = missing;
   }
 }

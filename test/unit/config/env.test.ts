@@ -52,6 +52,8 @@ describe("fromEnv with a Worker's interface Env", () => {
       "UPSTASH_REDIS_REST_TOKEN_4",
     ]);
     expect(error.message).not.toContain("token-one");
+    // It says where such variables are set.
+    expect(error.message).toMatch(/TOKEN_4: on Workers, set them in \.dev\.vars .*wrangler secret put.*environment/);
     expect(() => Redlock.fromEnv(workerEnv, { nodes: 3 })).toThrow(MissingConfigurationError);
   });
 
