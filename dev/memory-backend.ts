@@ -4,7 +4,7 @@
 // strings and lists — and refuses anything else by name, never with a silent wrong answer.
 import { createHash } from "node:crypto";
 import { EXISTS_SCRIPT } from "../src/doctor/probes.ts";
-import { PUBLISH_FROM_SCRIPT } from "../src/doctor/wakeups.ts";
+import { PUBLISH_FROM_SCRIPT } from "../src/scripts/publish-probe.ts";
 import * as library from "../src/scripts/index.ts";
 import { KEY_LOCKING, withoutKeyLocking, type Script } from "../src/scripts/index.ts";
 import { MemoryNode } from "../src/memory/memory-node.ts";

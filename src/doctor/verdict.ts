@@ -237,7 +237,8 @@ const eviction: Check = ({ health, up }) => {
 };
 
 const wakeups: Check = ({ health, up }) => {
-  const silent = up.filter((h) => h.wakeups !== undefined && h.wakeups !== "delivered");
+  const silent = up.filter((h) => h.wakeups !== undefined && !h.wakeups.startsWith("delivered"));
+  const plain = up.filter((h) => h.wakeups !== undefined && h.wakeups !== "delivered" && !silent.includes(h));
   if (silent.length > 0)
     return result(
       "wakeups",
@@ -253,7 +254,14 @@ const wakeups: Check = ({ health, up }) => {
     return result(
       "wakeups",
       "ok",
-      partly(`a subscription is accepted and a publish delivered on ${plural(up.length, "node")}`, health),
+      partly(
+        `a subscription is accepted and a publish delivered on ${plural(up.length, "node")}` +
+          (plain.length === 0
+            ? ""
+            : ` (${plain.map((h) => h.label).join(", ")}: only from a script without the key-locking flag, as ` +
+              "the library then sends its scripts that publish)"),
+        health,
+      ),
     );
   return skipped("wakeups", health);
 };

@@ -2,15 +2,33 @@
 // publishes, as the line's scripts do?
 import type { NodeConfig } from "../node/node.ts";
 import { sseSubscribe } from "../node/subscribe.ts";
-import { KEY_LOCKING } from "../scripts/script.ts";
+import { PUBLISH_FROM_FLAGGED_SCRIPT, PUBLISH_FROM_SCRIPT } from "../scripts/publish-probe.ts";
 import { clip, errorText, redact } from "../support/redact.ts";
 import type { Call } from "./rest.ts";
 
-/** Publishes ARGV[2] on the channel ARGV[1] from inside a script, as the line's scripts publish their wakeups. */
-export const PUBLISH_FROM_SCRIPT = 'return redis.call("PUBLISH", ARGV[1], ARGV[2])';
+/** How a finding starts when the node refused PUBLISH from the script. */
+export const PUBLISH_REFUSED = "PUBLISH from a script failed";
 
-/** The same with Upstash's key-locking flag, as the line's scripts run where the node accepts the flag. */
-const PUBLISH_FROM_FLAGGED_SCRIPT = KEY_LOCKING + PUBLISH_FROM_SCRIPT;
+/** The finding for a node that delivers only what a script without the key-locking flag publishes. */
+export const DELIVERED_WITHOUT_FLAG =
+  "delivered without the key-locking flag (the library sends its scripts that publish there without it)";
+
+/**
+ * {@link checkWakeup} as the library publishes: from a flagged script when `flagged`, and where the node refuses
+ * PUBLISH there, from a script without the flag (the library's own probe finds that out and sends its scripts that
+ * publish without the flag): `delivered`, {@link DELIVERED_WITHOUT_FLAG}, or why not.
+ */
+export async function checkWakeups(
+  node: NodeConfig,
+  call: Call,
+  channel: string,
+  how: { timeout: number; flagged: boolean },
+): Promise<string> {
+  const found = await checkWakeup(node, call, channel, how);
+  if (!how.flagged || !found.startsWith(PUBLISH_REFUSED)) return found;
+  const plain = await checkWakeup(node, call, `${channel}:plain`, { timeout: how.timeout, flagged: false });
+  return plain === "delivered" ? DELIVERED_WITHOUT_FLAG : `${found}; without the flag: ${plain}`;
+}
 
 /**
  * Subscribes to `channel` on `node`, publishes `payload` there from inside a script (the way the line's scripts
@@ -21,7 +39,7 @@ const PUBLISH_FROM_FLAGGED_SCRIPT = KEY_LOCKING + PUBLISH_FROM_SCRIPT;
  * the check. Waiters on a node that fails it are served by their fallback: they ask again when the holder's time
  * is up, or every `retryDelay` when no node wakes them.
  */
-export async function checkWakeups(
+async function checkWakeup(
   node: NodeConfig,
   call: Call,
   channel: string,
@@ -48,7 +66,7 @@ export async function checkWakeups(
   try {
     const script = flagged ? PUBLISH_FROM_FLAGGED_SCRIPT : PUBLISH_FROM_SCRIPT;
     const published = await call(["eval", script, "0", channel, payload]);
-    if (!published.ok) return `PUBLISH from a script failed (${published.error})`;
+    if (!published.ok) return `${PUBLISH_REFUSED} (${published.error})`;
     const ended = new Promise<void>((resolve) =>
       stop.signal.addEventListener("abort", () => resolve(), { once: true }),
     );

@@ -1,6 +1,8 @@
 // The one place that runs a script by EVALSHA, falls back to EVAL on NOSCRIPT, and drops Upstash's
-// key-locking flag where a database rejects it. The lock's nodes and fencing both go through it.
+// key-locking flag where a database rejects it, or where it refuses PUBLISH from a flagged script. The lock's nodes
+// and fencing both go through it.
 import { errorText } from "../support/redact.ts";
+import { PROBE_CHANNEL, PUBLISH_FROM_FLAGGED_SCRIPT, publishesFromScript } from "../scripts/publish-probe.ts";
 import { rejectsKeyLocking, scriptSha, withoutKeyLocking, type Script } from "../scripts/script.ts";
 import type { Send } from "./batch.ts";
 
@@ -21,7 +23,18 @@ export interface KeyLockingState {
    * later ones EVALSHA (EVAL again on NOSCRIPT, after a restart).
    */
   ran?: Set<string>;
+  /**
+   * Whether a flagged script may PUBLISH there (the line's scripts wake their waiters so): `unknown` until the first
+   * script that publishes carries a probe in its pipeline request; `refused` sends every script that publishes
+   * without the flag from then on. Absent: never probed (a transport that sends one request per command).
+   */
+  publish?: "unknown" | "probing" | "accepted" | "refused";
+  /** When the probe in flight went out (`Date.now()`): one whose replies never came (its request ended) expires. */
+  probedAt?: number;
 }
+
+/** A probe with no verdict after this many ms is given up, and the next script that publishes carries another. */
+const PROBE_EXPIRES_MS = 10_000;
 
 /** Each script's SHA-1 once known, so a request does not wait a microtask for a resolved promise. */
 const shas = new Map<string, string>();
@@ -29,8 +42,10 @@ const shas = new Map<string, string>();
 /**
  * Runs `script`: EVALSHA first (unless `evalsha` is false), EVAL once when the database does not know the
  * script yet, and the script without the key-locking flag, from then on, when the database rejects the
- * flag (`keyLocking` remembers it). Errors are judged by the database's own words: `@upstash/redis`
- * appends the command, and keys are user input.
+ * flag (`keyLocking` remembers it). Where `keyLocking.publish` is set (a batched transport), the first flagged script
+ * that publishes is sent with a probe of PUBLISH from a flagged script in the same turn, so in the same pipeline
+ * request; a node that refuses it gets the scripts that publish without the flag. Errors are judged by the
+ * database's own words: `@upstash/redis` appends the command, and keys are user input.
  */
 export function evalScript(
   send: Send<EvalCommand>,
@@ -40,20 +55,69 @@ export function evalScript(
   signal: AbortSignal,
   how: { keyLocking: KeyLockingState; evalsha?: boolean },
 ): Promise<unknown> {
-  const flagged = how.keyLocking.accepted;
-  const lua = flagged ? script.lua : withoutKeyLocking(script.lua);
-  const run: ScriptRun = { send, script, lua, flagged, keys, args, signal, keyLocking: how.keyLocking };
-  const ran = how.keyLocking.ran;
+  const state = how.keyLocking;
+  const lua = luaFor(script, state);
+  const flagged = lua === script.lua && state.accepted;
+  const run: ScriptRun = { send, script, lua, flagged, keys, args, signal, keyLocking: state };
+  // Sent first, in the same turn: the batcher puts the probe in this script's pipeline request.
+  const probe = flagged && unprobed(state) && publishesFromScript(script.lua) ? probePublish(run) : null;
+  const ran = state.ran;
   // The first run on this node is an EVAL: one request, which also loads the script for the EVALSHAs after it.
-  if (ran && !ran.has(lua)) return remember(run, evalLua(run));
-  if (how.evalsha === false) return evalLua(run);
-  return runBySha(run);
+  const reply =
+    ran && !ran.has(lua) ? remember(run, evalLua(run)) : how.evalsha === false ? evalLua(run) : runBySha(run);
+  if (probe) judgeProbe(state, probe, reply);
+  return reply;
 }
+
+/** The Lua sent to a node in `state`: without the key-locking flag where it is rejected, or where it stops PUBLISH. */
+function luaFor(script: Script, state: KeyLockingState): string {
+  if (!state.accepted || (state.publish === "refused" && publishesFromScript(script.lua)))
+    return withoutKeyLocking(script.lua);
+  return script.lua;
+}
+
+/** Whether the node still needs a probe: none yet, the last one failed, or it never got its replies. */
+function unprobed(state: KeyLockingState): boolean {
+  if (state.publish === "unknown") return true;
+  return state.publish === "probing" && Date.now() - (state.probedAt ?? 0) > PROBE_EXPIRES_MS;
+}
+
+/** A flagged script that publishes on a channel nobody listens to: does the node take PUBLISH there? */
+function probePublish(run: ScriptRun): Promise<unknown> {
+  run.keyLocking.publish = "probing";
+  run.keyLocking.probedAt = Date.now();
+  const command: EvalCommand = {
+    kind: "eval",
+    script: PUBLISH_FROM_FLAGGED_SCRIPT,
+    keys: [],
+    args: [PROBE_CHANNEL, ""],
+  };
+  return run.send(command, run.signal);
+}
+
+/**
+ * The probe's verdict, once both replies are in: accepted when it answered; refused when the database answered it
+ * with an error (`ERR …`, `NOPERM …`) while the script beside it was answered, unless that error rejects the flag
+ * itself; else unknown again, for the next script that publishes.
+ */
+function judgeProbe(state: KeyLockingState, probe: Promise<unknown>, reply: Promise<unknown>): void {
+  void Promise.allSettled([probe, reply]).then(([tried, ran]) => {
+    const text = tried.status === "rejected" ? errorText(tried.reason) : "";
+    if (tried.status === "fulfilled") state.publish = "accepted";
+    else if (ran.status === "fulfilled" && DATABASE_ERROR.test(text) && !rejectsKeyLocking(text))
+      state.publish = "refused";
+    else state.publish = "unknown";
+  });
+}
+
+/** A database's error reply starts with its code in capitals (`ERR`, `NOPERM`); a failed request's text does not. */
+const DATABASE_ERROR = /^[A-Z][A-Z_]+ /;
 
 /** Notes, once the reply is in, that the script ran on this node (and so the flag's fate, when it was flagged). */
 function remember(run: ScriptRun, reply: Promise<unknown>): Promise<unknown> {
   return reply.then((value) => {
-    run.keyLocking.ran?.add(run.keyLocking.accepted ? run.script.lua : withoutKeyLocking(run.script.lua));
+    // The Lua that ran: the one sent, or the flagless one when the node rejected the flag meanwhile.
+    run.keyLocking.ran?.add(run.flagged && !run.keyLocking.accepted ? withoutKeyLocking(run.script.lua) : run.lua);
     return value;
   });
 }

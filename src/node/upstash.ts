@@ -37,7 +37,9 @@ export interface UpstashNodeOptions {
  * (every command is a script on the primary), and the per-request signal wired into `fetch` so a
  * timed-out request is really cancelled. Given a `Redis` instance, it uses it as is, one request per
  * command, and stops waiting when the signal aborts (see the README for the settings such an instance
- * needs). Either way it sends the scripts with Upstash's key-locking flag until the node rejects it.
+ * needs). Either way it sends the scripts with Upstash's key-locking flag until the node rejects it. Batched, the
+ * first script that publishes (a fair script's wakeup) carries a probe in its pipeline request, a flagged script that
+ * publishes on a channel nobody listens to; where the node refuses that, the scripts that publish go without the flag.
  * @example
  * ```ts
  * const node = upstashNode({ url: env.UPSTASH_REDIS_REST_URL_1, token: env.UPSTASH_REDIS_REST_TOKEN_1 });
@@ -70,6 +72,8 @@ export function upstashNode(target: NodeConfig | ScriptClient, options: UpstashN
   const { one, many } = clientTransport(target);
   // Without the client's request function (see clientRequest) there is no pipeline body to build: one request each.
   const send: Send<EvalCommand> = batched && many ? batching({ one, many }) : one;
+  // Batched, a probe of PUBLISH from a flagged script rides in the first publishing script's request: no request more.
+  if (send !== one) keyLocking.publish = "unknown";
   return {
     label: label ?? new URL(target.url).host,
     run: (script, keys, args, signal) => evalScript(send, script, keys, args, signal, { keyLocking }),

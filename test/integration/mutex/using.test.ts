@@ -76,6 +76,7 @@ describe("using on the real cluster", () => {
         throw boom;
       }),
     ).rejects.toBe(boom);
+    await settle(env); // the release resolved once a quorum answered; the rest lands now
     for (const tcp of env.tcp) expect(await tcp.exists("using:e")).toBe(0);
   });
 
