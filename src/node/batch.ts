@@ -14,8 +14,12 @@ export interface Transport<C> {
   many(commands: C[], signal: AbortSignal): Promise<Outcome[]>;
 }
 
-/** Sends one command through a batcher: resolves with its reply, rejects with its error or {@link Abandoned}. */
-export type Send<C> = (command: C, signal: AbortSignal) => Promise<unknown>;
+/**
+ * Sends one command through a batcher: resolves with its reply, rejects with its error or {@link Abandoned}. A
+ * `rider` goes in the batch's first request and never counts toward {@link MAX_BATCH}: it adds a command, never a
+ * request (a lone rider, whose batch holds nothing else, goes out alone).
+ */
+export type Send<C> = (command: C, signal: AbortSignal, rider?: boolean) => Promise<unknown>;
 
 /**
  * Why a command that stopped waiting rejected, while its request still runs (it shares a pipeline request
@@ -50,6 +54,8 @@ interface Member<C> {
   stopped: boolean;
   /** Its signal is followed as an announced abort (support/abort.ts), not by a listener. */
   watched: boolean;
+  /** Rides in the first request of its batch (see {@link Send}). */
+  rider: boolean;
 }
 
 /**
@@ -62,10 +68,10 @@ interface Member<C> {
  */
 export function batching<C>(transport: Transport<C>): Send<C> {
   let open: Member<C>[] | undefined;
-  return (command, signal) =>
+  return (command, signal, rider = false) =>
     new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
-      const member: Member<C> = { command, signal, resolve, reject, stopped: false, watched: false };
+      const member: Member<C> = { command, signal, resolve, reject, stopped: false, watched: false, rider };
       if (open) return void open.push(member);
       const batch = [member];
       open = batch;
@@ -92,7 +98,16 @@ function flush<C>(transport: Transport<C>, batch: Member<C>[]): void {
     if (member.signal.aborted) member.reject(member.signal.reason);
     return !member.signal.aborted;
   });
-  for (let i = 0; i < live.length; i += MAX_BATCH) send(transport, live.slice(i, i + MAX_BATCH));
+  const riders = live.filter((member) => member.rider);
+  const rest = riders.length === 0 ? live : live.filter((member) => !member.rider);
+  if (rest.length === 0) {
+    if (riders.length > 0) send(transport, riders);
+    return;
+  }
+  for (let i = 0; i < rest.length; i += MAX_BATCH) {
+    const members = rest.slice(i, i + MAX_BATCH);
+    send(transport, i === 0 && riders.length > 0 ? [...riders, ...members] : members);
+  }
 }
 
 function send<C>(transport: Transport<C>, live: Member<C>[]): void {

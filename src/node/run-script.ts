@@ -92,26 +92,31 @@ function probePublish(run: ScriptRun): Promise<unknown> {
     keys: [],
     args: [PROBE_CHANNEL, ""],
   };
-  return run.send(command, run.signal);
+  return run.send(command, run.signal, true);
 }
 
 /**
- * The probe's verdict, once both replies are in: accepted when it answered; refused when the database answered it
- * with an error (`ERR …`, `NOPERM …`) while the script beside it was answered, unless that error rejects the flag
- * itself; else unknown again, for the next script that publishes.
+ * The probe's verdict, once both replies are in: accepted when it answered; refused when the database refused it (an
+ * error naming PUBLISH, or one that says it is not allowed) while the script beside it was answered; else unknown
+ * again, for the next script that publishes: a passing error (`BUSY`, `LOADING`, `OOM`, a rate limit), a failed
+ * request, or the flag itself rejected.
  */
 function judgeProbe(state: KeyLockingState, probe: Promise<unknown>, reply: Promise<unknown>): void {
   void Promise.allSettled([probe, reply]).then(([tried, ran]) => {
     const text = tried.status === "rejected" ? errorText(tried.reason) : "";
     if (tried.status === "fulfilled") state.publish = "accepted";
-    else if (ran.status === "fulfilled" && DATABASE_ERROR.test(text) && !rejectsKeyLocking(text))
-      state.publish = "refused";
+    else if (ran.status === "fulfilled" && refusesPublish(text)) state.publish = "refused";
     else state.publish = "unknown";
   });
 }
 
-/** A database's error reply starts with its code in capitals (`ERR`, `NOPERM`); a failed request's text does not. */
-const DATABASE_ERROR = /^[A-Z][A-Z_]+ /;
+/**
+ * Whether the probe's error is the database refusing PUBLISH there: an error reply (its code in capitals) that names
+ * PUBLISH or says the command is not allowed, and not the key-locking flag's own rejection.
+ */
+function refusesPublish(text: string): boolean {
+  return /^[A-Z][A-Z_]+ /.test(text) && /PUBLISH|not allowed|NOPERM|permission/i.test(text) && !rejectsKeyLocking(text);
+}
 
 /** Notes, once the reply is in, that the script ran on this node (and so the flag's fate, when it was flagged). */
 function remember(run: ScriptRun, reply: Promise<unknown>): Promise<unknown> {

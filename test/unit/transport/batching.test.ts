@@ -117,6 +117,25 @@ describe("batching", () => {
     expect(calls.map((c) => c.commands.length)).toEqual([64, 64, 22]);
   });
 
+  it("a rider goes in the first request and never counts toward MAX_BATCH: it adds a command, not a request", async () => {
+    const { transport, calls } = scripted();
+    const send = batching(transport);
+    const rider = send("rider", live(), true);
+    const replies = await Promise.all(Array.from({ length: 128 }, (_, i) => send(String(i), live())));
+    expect(await rider).toBe("reply:rider");
+    expect(replies[127]).toBe("reply:127");
+    expect(calls.map((c) => c.commands.length)).toEqual([65, 64]);
+    expect(calls[0].commands[0]).toBe("rider");
+    // Beside one command, the two go as one pipeline request; alone, a rider is a plain request.
+    calls.length = 0;
+    await Promise.all([send("r", live(), true), send("a", live())]);
+    await send("alone", live(), true);
+    expect(calls.map((c) => [c.kind, c.commands])).toEqual([
+      ["many", ["r", "a"]],
+      ["one", ["alone"]],
+    ]);
+  });
+
   it("cuts the pipeline request when every member has stopped waiting", async () => {
     const { transport, calls } = scripted({ hold: true });
     const send = batching(transport);

@@ -10,7 +10,7 @@ import { KEY_LOCKING, type Script } from "../../../src/scripts/script.ts";
 const REFUSED = "ERR PUBLISH is not allowed in Lua scripts when 'allow-key-locking' flag is set";
 
 /** A node that answers every script 1, and the probe as `probe` says; `turns` groups what was sent in one turn. */
-function node(probe: "accept" | "refuse" | "fail" | "never") {
+function node(probe: "accept" | "refuse" | "busy" | "fail" | "never") {
   const turns: EvalCommand[][] = [];
   let open: EvalCommand[] | undefined;
   const send = (command: EvalCommand): Promise<unknown> => {
@@ -26,6 +26,7 @@ function node(probe: "accept" | "refuse" | "fail" | "never") {
     if (probe === "accept") return Promise.resolve(0);
     if (probe === "refuse") return Promise.reject(new Error(REFUSED));
     if (probe === "fail") return Promise.reject(new TypeError("fetch failed"));
+    if (probe === "busy") return Promise.reject(new Error("BUSY Redis is busy running a script. You can only call…"));
     return new Promise(() => {});
   };
   return { send, turns };
@@ -80,22 +81,26 @@ describe("the probe of PUBLISH from a flagged script", () => {
     expect(n.turns.flat().filter(isProbe)).toHaveLength(1);
   });
 
-  it("a probe that failed as a request fails (no database's error text) decides nothing: the next one asks again", async () => {
-    const n = node("fail");
-    const s = state();
-    await expect(run(n, s, FAIR_ACQUIRE)).resolves.toBe(1);
-    await settled();
-    expect(s.publish).toBe("unknown");
-    await run(n, s, LEAVE);
-    expect(n.turns.at(-1)?.map(isProbe)).toEqual([true, false]);
-    // Meanwhile the scripts keep the flag.
-    expect(
-      n.turns
-        .flat()
-        .filter((c) => c.kind === "eval" && !isProbe(c))
-        .every(flagged),
-    ).toBe(true);
-  });
+  for (const [why, how] of [
+    ["failed as a request fails", "fail"],
+    ["met a passing error (BUSY)", "busy"],
+  ] as const)
+    it(`a probe that ${why} decides nothing: the next script that publishes asks again`, async () => {
+      const n = node(how);
+      const s = state();
+      await expect(run(n, s, FAIR_ACQUIRE)).resolves.toBe(1);
+      await settled();
+      expect(s.publish).toBe("unknown");
+      await run(n, s, LEAVE);
+      expect(n.turns.at(-1)?.map(isProbe)).toEqual([true, false]);
+      // Meanwhile the scripts keep the flag.
+      expect(
+        n.turns
+          .flat()
+          .filter((c) => c.kind === "eval" && !isProbe(c))
+          .every(flagged),
+      ).toBe(true);
+    });
 
   it("a probe whose reply never came is given up after 10 s, and the next script that publishes carries another", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
