@@ -39,6 +39,12 @@ const run = (n: ReturnType<typeof node>, s: KeyLockingState, script: Script) =>
   });
 const flagged = (c: EvalCommand) => c.kind === "eval" && c.script.startsWith(KEY_LOCKING);
 const isProbe = (c: EvalCommand) => c.script === PUBLISH_FROM_FLAGGED_SCRIPT;
+/** Whether every script the node got (the probe apart) carried the flag. */
+const allFlagged = (n: ReturnType<typeof node>) =>
+  n.turns
+    .flat()
+    .filter((c) => c.kind === "eval" && !isProbe(c))
+    .every(flagged);
 /** Lets the probe's verdict land. */
 const settled = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -57,12 +63,7 @@ describe("the probe of PUBLISH from a flagged script", () => {
     await run(n, s, LEAVE);
     expect(n.turns.flat().filter(isProbe)).toHaveLength(1);
     // Accepted: every script keeps the flag.
-    expect(
-      n.turns
-        .flat()
-        .filter((c) => c.kind === "eval" && !isProbe(c))
-        .every(flagged),
-    ).toBe(true);
+    expect(allFlagged(n)).toBe(true);
   });
 
   it("refused, the scripts that publish go without the flag from then on; the others keep it", async () => {
@@ -94,12 +95,7 @@ describe("the probe of PUBLISH from a flagged script", () => {
       await run(n, s, LEAVE);
       expect(n.turns.at(-1)?.map(isProbe)).toEqual([true, false]);
       // Meanwhile the scripts keep the flag.
-      expect(
-        n.turns
-          .flat()
-          .filter((c) => c.kind === "eval" && !isProbe(c))
-          .every(flagged),
-      ).toBe(true);
+      expect(allFlagged(n)).toBe(true);
     });
 
   it("a probe whose reply never came is given up after 10 s, and the next script that publishes carries another", async () => {
