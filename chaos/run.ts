@@ -87,6 +87,12 @@ const write = (record: ChaosRecord) => log.write(`${JSON.stringify(record)}\n`);
 
 // Restarted nodes are forked by a small shell, not by this process, which grows to gigabytes with the clients.
 launchFromShell();
+// Stopped by a signal, leave through "exit": the cluster's exit hook kills the servers the shell started.
+for (const [signal, code] of [
+  ["SIGINT", 130],
+  ["SIGTERM", 143],
+] as const)
+  process.once(signal, () => process.exit(code));
 const cluster = await startCluster({ nodes: NODES + 1 });
 const lockNodes = cluster.nodes.slice(0, NODES);
 const store = cluster.nodes[NODES];
