@@ -160,11 +160,15 @@ describe("checkNodes", () => {
 
   it("publishes from a flagged script, as the line's scripts run, and where that is refused, without the flag", async () => {
     await env.admins[1].faults({ refuseScriptPublish: true });
+    // Beside it, a node that rejects the flag itself: its scripts, the doctor's publish included, go without it.
+    await env.admins[2].faults({ rejectKeyLocking: true });
     const report = await checkNodes(configs(), fast);
     expect(report.nodes[1].keyLocking).toBe("accepted");
+    expect(report.nodes[2].keyLocking).toBe("rejected");
     // The library's own probe finds the refusal and sends its scripts that publish there without the flag: they wake.
     expect(report.nodes[1].wakeups).toBe(DELIVERED_WITHOUT_FLAG);
     expect(report.nodes.filter((n) => n.wakeups === "delivered")).toHaveLength(4);
+    expect(check(report, "lock")!.status).toBe("ok");
     const wakeups = check(report, "wakeups")!;
     expect(wakeups.status).toBe("ok");
     expect(wakeups.message).toContain(`${report.nodes[1].label}: only from a script without the key-locking flag`);
