@@ -2,6 +2,7 @@
 import { driftAllowance } from "../quorum/rules.ts";
 import type { Trial } from "./trial.ts";
 import type { CheckStatus, DoctorCheck, DoctorReport, NodeHealth } from "./types.ts";
+import { DELIVERED_WITHOUT_FLAG, PUBLISH_REFUSED } from "./wakeups.ts";
 
 /** The settings the checks judge against. */
 export interface Judged {
@@ -237,8 +238,8 @@ const eviction: Check = ({ health, up }) => {
 };
 
 const wakeups: Check = ({ health, up }) => {
-  const silent = up.filter((h) => h.wakeups !== undefined && !h.wakeups.startsWith("delivered"));
-  const plain = up.filter((h) => h.wakeups !== undefined && h.wakeups !== "delivered" && !silent.includes(h));
+  const plain = up.filter((h) => h.wakeups === DELIVERED_WITHOUT_FLAG);
+  const silent = up.filter((h) => h.wakeups !== undefined && h.wakeups !== "delivered" && !plain.includes(h));
   if (silent.length > 0)
     return result(
       "wakeups",
@@ -269,12 +270,12 @@ const wakeups: Check = ({ health, up }) => {
 /** What to change for the causes found (`why`: each silent node's wakeups finding). */
 function wakeupAdvice(why: readonly string[]): string {
   const advice: string[] = [];
-  if (why.some((w) => w.startsWith("PUBLISH from a script")))
+  if (why.some((w) => w.startsWith(PUBLISH_REFUSED)))
     advice.push(
       "A database that refuses PUBLISH from a script cannot wake waiters: keep the ttl short (using() extends it) " +
         "so that their wait behind an early release stays short",
     );
-  if (why.some((w) => !w.startsWith("PUBLISH from a script")))
+  if (why.some((w) => !w.startsWith(PUBLISH_REFUSED)))
     advice.push(
       "Check that the token may subscribe and that nothing between this machine and the database (a proxy) " +
         "buffers server-sent events",
