@@ -20,12 +20,17 @@ const counters = async () => (await Promise.all(env.admins.map((a) => a.state())
 /** Runs as they happened: each records its mode, start and end. */
 function runLog() {
   const runs: { write: boolean; start: number; end: number }[] = [];
+  let running = 0;
   const overlap = (a: (typeof runs)[number], b: (typeof runs)[number]) => a !== b && a.start < b.end && b.start < a.end;
   return {
     runs,
+    /** How many runs have started and not yet ended. */
+    running: () => running,
     async run(write: boolean, ms: number) {
       const start = performance.now();
+      running++;
       await sleep(ms);
+      running--;
       runs.push({ write, start, end: performance.now() });
     },
     writerOverlaps: () => runs.filter((w) => w.write).reduce((n, w) => n + runs.filter((o) => overlap(w, o)).length, 0),
@@ -168,12 +173,12 @@ describe("read-write lock (real Redis)", () => {
 
 describe("readWrite() middleware (real Redis)", () => {
   it("GETs run side by side; a PUT gets 423 with Retry-After while they hold it, and runs alone after", async () => {
-    const redlock = new Redlock(env.nodes, { nodeTimeout: 150 });
+    const redlock = new Redlock(env.nodes);
     const app = new Hono<{ Variables: ReadWriteVariables }>();
     const log = runLog();
     const guard = readWrite("mw:doc", { ttl: 600, redlock });
     app.get("/doc", guard, async (c) => {
-      await log.run(false, 900); // past the ttl: held only because it is extended
+      await log.run(false, 1_200); // past the ttl: held only because it is extended
       return c.json({ mode: c.var.lock.mode, aborted: c.var.lock.signal.aborted });
     });
     app.put("/doc", guard, async (c) => {
@@ -181,7 +186,8 @@ describe("readWrite() middleware (real Redis)", () => {
       return c.json({ mode: c.var.lock.mode });
     });
     const reads = [app.request("/doc"), app.request("/doc")];
-    await sleep(700);
+    await until(async () => log.running() === 2, 5_000);
+    await sleep(700); // past the readers' first ttl
     const busy = await app.request("/doc", { method: "PUT" });
     expect(busy.status).toBe(423);
     expect(Number(busy.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
