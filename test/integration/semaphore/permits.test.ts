@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { LockAcquisitionError, Redlock, envNames } from "../../../src/index.ts";
 import { semaphore, type SemaphoreVariables } from "../../../src/hono/index.ts";
 import { createApp } from "../../../worker/app.ts";
-import { settle, useCluster } from "../fixture.ts";
+import { settle, until, useCluster } from "../fixture.ts";
 
 const env = useCluster();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -91,14 +91,17 @@ describe("semaphore (real Redis)", () => {
 
 describe("semaphore() middleware (real Redis)", () => {
   it("full → 429 with Retry-After; unreachable → 503; the permit is extended while the handler runs and released after", async () => {
-    const redlock = new Redlock(env.nodes, { nodeTimeout: 150 });
+    const redlock = new Redlock(env.nodes);
     const app = new Hono<{ Variables: SemaphoreVariables }>();
+    let running = false;
     app.post("/work", semaphore("mw:sem", { limit: 1, ttl: 600, redlock }), async (c) => {
-      await sleep(900); // past the ttl: held only because it is extended
+      running = true;
+      await sleep(1_200); // past the ttl: held only because it is extended
       return c.json({ slot: c.var.permit.permit.slot, aborted: c.var.permit.signal.aborted });
     });
     const first = app.request("/work", { method: "POST" });
-    await sleep(700);
+    await until(async () => running, 5_000);
+    await sleep(700); // past the permit's first ttl
     expect((await redlock.semaphore("mw:sem", 1).inspect()).held).toBe(1);
     const busy = await app.request("/work", { method: "POST" });
     expect(busy.status).toBe(429);
