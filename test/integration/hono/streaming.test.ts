@@ -40,7 +40,7 @@ function criticalSections() {
 
 const app = (ttl = 2_000) => ({
   hono: new Hono<{ Variables: RedlockVariables }>(),
-  guard: (key: string) => redlock(key, { redlock: new Redlock(env.nodes, { nodeTimeout: 150, retryCount: 0 }), ttl }),
+  guard: (key: string) => redlock(key, { redlock: new Redlock(env.nodes, { nodeTimeout: 300, retryCount: 0 }), ttl }),
 });
 
 describe("a streamed body", () => {

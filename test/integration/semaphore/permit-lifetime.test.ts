@@ -31,7 +31,7 @@ function executionContext() {
 
 describe("semaphore() through a streamed body (real cluster)", () => {
   it("limit 1: a second request is refused (429) while the first body streams past the ttl, and after the client cancelled while the stream still runs", async () => {
-    const redlock = new Redlock(env.nodes, { nodeTimeout: 150, retryCount: 0 });
+    const redlock = new Redlock(env.nodes, { nodeTimeout: 300, retryCount: 0 });
     const hono = new Hono<{ Variables: SemaphoreVariables }>();
     let inside = 0;
     let most = 0;
