@@ -921,7 +921,7 @@ export class MemoryNode implements RedlockNode {
   /**
    * Lua `wake(q, claimers, hold)`: when someone waits, the first `claimers` (undefined: the run of readers at the
    * head, or the head) have their deadlines shrunk to their claim window, and `"<claimers> <ticket> …"` is published
-   * (with `+<hold>` after a grant for at most `hold` ms); not again when no claimer's deadline had to shrink.
+   * (with `+<hold>` after a grant for at most `hold` ms).
    */
   #wake(q: string | undefined, claimers: number | undefined, now: number, hold?: string): void {
     const m = claimers === 0 ? this.#lineRaw(q) : this.#lineSorted(q, now);
@@ -938,18 +938,13 @@ export class MemoryNode implements RedlockNode {
     if (c > WAKE_SHOWN - 1) c = WAKE_SHOWN - 1;
     if (c > m.length) c = m.length;
     const shown: string[] = [];
-    let told = c > 0;
     for (let i = 1; i <= Math.min(m.length, c + 1); i++) {
       shown.push(m[i - 1]);
       if (i > c) continue;
       const by = now + (luaNumber(luaSub(m[i - 1], 33, 37)) ?? 0);
-      if (this.#zscore(q, m[i - 1])! > by) {
-        this.#zadd(q, by, m[i - 1]);
-        told = false;
-      }
+      if (this.#zscore(q, m[i - 1])! > by) this.#zadd(q, by, m[i - 1]);
     }
     if (c > 0) this.#lineKeep(arg(q), now);
-    if (told) return;
     const payload = `${c} ${shown.join(" ")}${c === 0 && hold !== undefined ? ` +${hold}` : ""}`;
     this.publish(WAKE_PREFIX + sha1Hex(arg(q)).slice(0, 20), payload);
   }

@@ -38,8 +38,7 @@ const SHOWN = 8;
  *   first `claimers` (0: the resource is held; nil: free, the head or its run of readers) must claim within their
  *   window (the 5 digits after the ticket's 32), so their deadlines shrink to it; the one listed after them learns it
  *   is next. A grant that holds the resource for `hold` ms at most (its ttl) adds `+<hold>`: until then only a
- *   release, which publishes, can free it. When no claimer's deadline had to shrink, each was told already (or its
- *   entry ends within its window, and its waiter asks by then): nothing is published again.
+ *   release, which publishes, can free it.
  *   The PUBLISH is a `pcall`: a database that refuses it from a script loses the wakeup (waiters fall back to the
  *   times the nodes gave them), never the script's own writes or reply.
  */
@@ -153,7 +152,7 @@ local function wake(q, claimers, hold)
   end
   if claimers > ${SHOWN - 1} then claimers = ${SHOWN - 1} end
   if claimers > #m then claimers = #m end
-  local shown, told = {}, claimers > 0
+  local shown = {}
   for i = 1, math.min(#m, claimers + 1) do
     shown[i] = m[i]
     if i <= claimers then
@@ -161,12 +160,10 @@ local function wake(q, claimers, hold)
       if l.score[m[i]] > by then
         redis.call("ZADD", q, by, m[i])
         l.score[m[i]] = by
-        told = false
       end
     end
   end
   line_keep(q, l)
-  if told then return end
   local channel = "${WAKE_PREFIX}" .. string.sub(redis.sha1hex(q), 1, 20)
   local payload = claimers .. " " .. table.concat(shown, " ")
   if claimers == 0 and hold then payload = payload .. " +" .. hold end

