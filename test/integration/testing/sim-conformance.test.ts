@@ -430,6 +430,15 @@ const sequences: [string, Sequence][] = [
     }),
   ],
   [
+    "a release wakes a head whose entry ends within its claim window, and tells the next in line it is next",
+    ({ T1, T2, T3 }) => ({
+      // The head's entry ends 300 ms on, inside its 500 ms window: were it dead and the release silent, the next in
+      // line would wait for the holder's whole ttl.
+      steps: [{ set: "a", value: OTHER, ttl: 4000 }, fair(MINE, T1, { life: "300" }), fair(X, T2), leave(OTHER, T3)],
+      wakeups: { [LA]: [`1 ${T1} ${T2}`] },
+    }),
+  ],
+  [
     "the head's claim window lapses: the next in line is served",
     ({ T1, T2 }) => ({
       steps: [
