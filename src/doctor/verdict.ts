@@ -2,7 +2,7 @@
 import { driftAllowance } from "../quorum/rules.ts";
 import type { Trial } from "./trial.ts";
 import type { CheckStatus, DoctorCheck, DoctorReport, NodeHealth } from "./types.ts";
-import { DELIVERED_WITHOUT_FLAG, PUBLISH_REFUSED } from "./wakeups.ts";
+import { DELIVERED, DELIVERED_WITHOUT_FLAG, PUBLISH_REFUSED } from "./wakeups.ts";
 
 /** The settings the checks judge against. */
 export interface Judged {
@@ -239,7 +239,7 @@ const eviction: Check = ({ health, up }) => {
 
 const wakeups: Check = ({ health, up }) => {
   const plain = up.filter((h) => h.wakeups === DELIVERED_WITHOUT_FLAG);
-  const silent = up.filter((h) => h.wakeups !== undefined && h.wakeups !== "delivered" && !plain.includes(h));
+  const silent = up.filter((h) => h.wakeups !== undefined && h.wakeups !== DELIVERED && !plain.includes(h));
   if (silent.length > 0)
     return result(
       "wakeups",

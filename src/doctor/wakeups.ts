@@ -6,6 +6,9 @@ import { PUBLISH_FROM_FLAGGED_SCRIPT, PUBLISH_FROM_SCRIPT } from "../scripts/pub
 import { clip, errorText, redact } from "../support/redact.ts";
 import type { Call } from "./rest.ts";
 
+/** The finding for a node that delivered what a script published. */
+export const DELIVERED = "delivered";
+
 /** How a finding starts when the node refused PUBLISH from the script. */
 export const PUBLISH_REFUSED = "PUBLISH from a script failed";
 
@@ -16,7 +19,7 @@ export const DELIVERED_WITHOUT_FLAG =
 /**
  * {@link checkWakeup} as the library publishes: from a flagged script when `flagged`, and where the node refuses
  * PUBLISH there, from a script without the flag (the library's own probe finds that out and sends its scripts that
- * publish without the flag): `delivered`, {@link DELIVERED_WITHOUT_FLAG}, or why not.
+ * publish without the flag): {@link DELIVERED}, {@link DELIVERED_WITHOUT_FLAG}, or why not.
  */
 export async function checkWakeups(
   node: NodeConfig,
@@ -27,7 +30,7 @@ export async function checkWakeups(
   const found = await checkWakeup(node, call, channel, how);
   if (!how.flagged || !found.startsWith(PUBLISH_REFUSED)) return found;
   const plain = await checkWakeup(node, call, `${channel}:plain`, { timeout: how.timeout, flagged: false });
-  return plain === "delivered" ? DELIVERED_WITHOUT_FLAG : `${found}; without the flag: ${plain}`;
+  return plain === DELIVERED ? DELIVERED_WITHOUT_FLAG : `${found}; without the flag: ${plain}`;
 }
 
 /**
@@ -71,7 +74,7 @@ async function checkWakeup(
       stop.signal.addEventListener("abort", () => resolve(), { once: true }),
     );
     await Promise.race([delivered, ended]);
-    return stop.signal.aborted ? "nothing was delivered" : "delivered";
+    return stop.signal.aborted ? "nothing was delivered" : DELIVERED;
   } finally {
     clearTimeout(timer);
     stop.abort();
