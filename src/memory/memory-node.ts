@@ -692,7 +692,7 @@ export class MemoryNode implements RedlockNode {
     if (!step) return [0, wait, -1, now];
     if (held || ahead > 0) {
       if (args[5] === "1") for (let i = 1; i <= n; i++) this.#enqueue(at(keys, n + i), ticket, luaNumber(args[4]), now);
-      if (!held) for (let i = 1; i <= n; i++) this.#wake(at(keys, n + i), undefined, now);
+      if (!held) for (let i = 1; i <= n; i++) this.#wake(at(keys, n + i), undefined, now, undefined, args[5] === "1");
       return [0, wait, ahead];
     }
     for (let i = 1; i <= n; i++) this.#zrem(at(keys, n + i), ticket);
@@ -919,11 +919,12 @@ export class MemoryNode implements RedlockNode {
   }
 
   /**
-   * Lua `wake(q, claimers, hold)`: when someone waits, the first `claimers` (undefined: the run of readers at the
-   * head, or the head) have their deadlines shrunk to their claim window, and `"<claimers> <ticket> …"` is published
-   * (with `+<hold>` after a grant for at most `hold` ms).
+   * Lua `wake(q, claimers, hold, quiet)`: when someone waits, the first `claimers` (undefined: the run of readers at
+   * the head, or the head) have their deadlines shrunk to their claim window, and `"<claimers> <ticket> …"` is
+   * published (with `+<hold>` after a grant for at most `hold` ms); with `quiet`, not when every claimer's entry
+   * already ended within its window.
    */
-  #wake(q: string | undefined, claimers: number | undefined, now: number, hold?: string): void {
+  #wake(q: string | undefined, claimers: number | undefined, now: number, hold?: string, quiet = false): void {
     const m = claimers === 0 ? this.#lineRaw(q) : this.#lineSorted(q, now);
     if (m.length === 0) return;
     let c = claimers;
@@ -938,13 +939,18 @@ export class MemoryNode implements RedlockNode {
     if (c > WAKE_SHOWN - 1) c = WAKE_SHOWN - 1;
     if (c > m.length) c = m.length;
     const shown: string[] = [];
+    let told = true;
     for (let i = 1; i <= Math.min(m.length, c + 1); i++) {
       shown.push(m[i - 1]);
       if (i > c) continue;
       const by = now + (luaNumber(luaSub(m[i - 1], 33, 37)) ?? 0);
-      if (this.#zscore(q, m[i - 1])! > by) this.#zadd(q, by, m[i - 1]);
+      if (this.#zscore(q, m[i - 1])! > by) {
+        this.#zadd(q, by, m[i - 1]);
+        told = false;
+      }
     }
     if (c > 0) this.#lineKeep(arg(q), now);
+    if (quiet && c > 0 && told) return;
     const payload = `${c} ${shown.join(" ")}${c === 0 && hold !== undefined ? ` +${hold}` : ""}`;
     this.publish(WAKE_PREFIX + sha1Hex(arg(q)).slice(0, 20), payload);
   }

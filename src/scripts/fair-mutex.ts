@@ -58,7 +58,7 @@ if held or ahead > 0 then
     for i = 1, n do enqueue(KEYS[n + i], ticket, tonumber(ARGV[5])) end
   end
   if not held then
-    for i = 1, n do wake(KEYS[n + i], nil) end
+    for i = 1, n do wake(KEYS[n + i], nil, nil, ARGV[6] == "1") end
   end
   return {0, wait, ahead}
 end

@@ -33,12 +33,14 @@ const SHOWN = 8;
  * - `enqueue(q, ticket, life)`: joins or refreshes with a deadline `life` ms from now; `line_leave(q, ticket)` takes
  *   it out. The key expires {@link LINE_LINGER_MS} after the last deadline of its waiters rounded up to
  *   {@link LINE_KEEP_STEP_MS} (`line_keep`): only a change that moves that time sends a PEXPIREAT.
- * - `wake(q, claimers, hold)`: when someone waits (with `claimers` 0, entries past their deadline are not told
+ * - `wake(q, claimers, hold, quiet)`: when someone waits (with `claimers` 0, entries past their deadline are not told
  *   apart), publishes `"<claimers> <ticket> …"` on the line's channel: the
  *   first `claimers` (0: the resource is held; nil: free, the head or its run of readers) must claim within their
  *   window (the 5 digits after the ticket's 32), so their deadlines shrink to it; the one listed after them learns it
  *   is next. A grant that holds the resource for `hold` ms at most (its ttl) adds `+<hold>`: until then only a
- *   release, which publishes, can free it.
+ *   release, which publishes, can free it. With `quiet`, a wakeup that would tell no claimer anything new (each
+ *   one's entry already ends within its window: a wakeup shrank it, or it ends there anyway) is not published: a
+ *   waiter refused by the line alone, which asks again once the head's window is over, repeats no wakeup.
  *   The PUBLISH is a `pcall`: a database that refuses it from a script loses the wakeup (waiters fall back to the
  *   times the nodes gave them), never the script's own writes or reply.
  */
@@ -139,7 +141,7 @@ local function enqueue(q, ticket, life)
   if d <= NOW then l.live = false end
   line_keep(q, l)
 end
-local function wake(q, claimers, hold)
+local function wake(q, claimers, hold, quiet)
   local l = claimers == 0 and line_read(q) or line_live(q)
   local m = l.sorted
   if #m == 0 then return end
@@ -152,7 +154,7 @@ local function wake(q, claimers, hold)
   end
   if claimers > ${SHOWN - 1} then claimers = ${SHOWN - 1} end
   if claimers > #m then claimers = #m end
-  local shown = {}
+  local shown, told = {}, true
   for i = 1, math.min(#m, claimers + 1) do
     shown[i] = m[i]
     if i <= claimers then
@@ -160,10 +162,12 @@ local function wake(q, claimers, hold)
       if l.score[m[i]] > by then
         redis.call("ZADD", q, by, m[i])
         l.score[m[i]] = by
+        told = false
       end
     end
   end
   line_keep(q, l)
+  if quiet and claimers > 0 and told then return end
   local channel = "${WAKE_PREFIX}" .. string.sub(redis.sha1hex(q), 1, 20)
   local payload = claimers .. " " .. table.concat(shown, " ")
   if claimers == 0 and hold then payload = payload .. " +" .. hold end

@@ -439,6 +439,21 @@ const sequences: [string, Sequence][] = [
     }),
   ],
   [
+    "a waiter refused by the line alone repeats no wakeup to a head already told; a one-try refusal repeats it",
+    ({ T1, T2, T3 }) => ({
+      steps: [
+        { set: "a", value: OTHER, ttl: 4000 },
+        fair(MINE, T1),
+        fair(X, T2),
+        leave(OTHER, T3),
+        fair(OTHER, T3),
+        { check: (real) => deadlineIn(real, LA, T1, CLAIM) },
+        fair(OTHER, T3, { join: "0" }),
+      ],
+      wakeups: { [LA]: [`1 ${T1} ${T2}`, `1 ${T1} ${T2}`] },
+    }),
+  ],
+  [
     "the head's claim window lapses: the next in line is served",
     ({ T1, T2 }) => ({
       steps: [
@@ -508,7 +523,8 @@ const sequences: [string, Sequence][] = [
     "requeue: releases the value and puts the granted ticket back first in line, woken to claim",
     ({ T1, T2 }) => ({
       steps: [fair(MINE, T1), requeue(MINE, T1), fair(X, T2), requeue(X, T2), fair(MINE, T1), leave(MINE, T1)],
-      wakeups: { [LA]: [`1 ${T1}`, `1 ${T1} ${T2}`, `1 ${T1} ${T2}`, `0 ${T2} +5000`, `1 ${T2}`] },
+      // X's refusal by the line alone repeats no wakeup: T1 was told, and X asks again once T1's window is over.
+      wakeups: { [LA]: [`1 ${T1}`, `1 ${T1} ${T2}`, `0 ${T2} +5000`, `1 ${T2}`] },
     }),
   ],
   [
