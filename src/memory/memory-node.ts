@@ -3,7 +3,7 @@
 // (test/integration/testing/sim-conformance.test.ts).
 // Web standards only: it runs in workerd, edge runtimes, Deno, Bun and Node.
 import type { RedlockNode } from "../node/node.ts";
-import { CLOCK_STEP_MS, LINE_KEEP_STEP_MS, LINE_LINGER_MS, WAKE_PREFIX } from "../scripts/queue.ts";
+import { CLOCK_STEP_MS, LINE_KEEP_STEP_MS, LINE_LINGER_MS, QUIET_SLACK_MS, WAKE_PREFIX } from "../scripts/queue.ts";
 import { READERS_CLOCK_MEMBER } from "../scripts/readers.ts";
 import type { Script } from "../scripts/script.ts";
 import { ReaderSets } from "./memory-readers.ts";
@@ -692,7 +692,8 @@ export class MemoryNode implements RedlockNode {
     if (!step) return [0, wait, -1, now];
     if (held || ahead > 0) {
       if (args[5] === "1") for (let i = 1; i <= n; i++) this.#enqueue(at(keys, n + i), ticket, luaNumber(args[4]), now);
-      if (!held) for (let i = 1; i <= n; i++) this.#wake(at(keys, n + i), undefined, now, undefined, args[5] === "1");
+      const quiet = args[5] === "1" ? luaNumber(luaSub(ticket, 33, 37)) : undefined;
+      if (!held) for (let i = 1; i <= n; i++) this.#wake(at(keys, n + i), undefined, now, undefined, quiet);
       return [0, wait, ahead];
     }
     for (let i = 1; i <= n; i++) this.#zrem(at(keys, n + i), ticket);
@@ -921,10 +922,11 @@ export class MemoryNode implements RedlockNode {
   /**
    * Lua `wake(q, claimers, hold, quiet)`: when someone waits, the first `claimers` (undefined: the run of readers at
    * the head, or the head) have their deadlines shrunk to their claim window, and `"<claimers> <ticket> …"` is
-   * published (with `+<hold>` after a grant for at most `hold` ms); with `quiet`, not when every claimer's entry
-   * already ended within its window.
+   * published (with `+<hold>` after a grant for at most `hold` ms); with `quiet` (the claim window of a waiter
+   * refused by the line alone), not when every claimer's entry already ends within its own window and at most
+   * `QUIET_SLACK_MS` before that waiter asks again.
    */
-  #wake(q: string | undefined, claimers: number | undefined, now: number, hold?: string, quiet = false): void {
+  #wake(q: string | undefined, claimers: number | undefined, now: number, hold?: string, quiet?: number): void {
     const m = claimers === 0 ? this.#lineRaw(q) : this.#lineSorted(q, now);
     if (m.length === 0) return;
     let c = claimers;
@@ -944,13 +946,14 @@ export class MemoryNode implements RedlockNode {
       shown.push(m[i - 1]);
       if (i > c) continue;
       const by = now + (luaNumber(luaSub(m[i - 1], 33, 37)) ?? 0);
-      if (this.#zscore(q, m[i - 1])! > by) {
+      const score = this.#zscore(q, m[i - 1])!;
+      if (score > by) {
         this.#zadd(q, by, m[i - 1]);
         told = false;
-      }
+      } else if (quiet !== undefined && now + quiet > score + QUIET_SLACK_MS) told = false;
     }
     if (c > 0) this.#lineKeep(arg(q), now);
-    if (quiet && c > 0 && told) return;
+    if (quiet !== undefined && c > 0 && told) return;
     const payload = `${c} ${shown.join(" ")}${c === 0 && hold !== undefined ? ` +${hold}` : ""}`;
     this.publish(WAKE_PREFIX + sha1Hex(arg(q)).slice(0, 20), payload);
   }

@@ -13,6 +13,12 @@ export const LINE_LINGER_MS = 5_000;
  */
 export const LINE_KEEP_STEP_MS = 1_000;
 
+/**
+ * A waiter refused by the line alone repeats no wakeup when it asks again itself at most this many ms after the
+ * claimers' entries end (it asks its own claim window after its refusal): see `wake` in {@link LINE}.
+ */
+export const QUIET_SLACK_MS = 20;
+
 /** The Pub/Sub channel prefix of wakeups: the channel is this plus 20 hex digits of SHA-1 of the line's key. */
 export const WAKE_PREFIX = "edge-redlock:wake:";
 
@@ -38,9 +44,11 @@ const SHOWN = 8;
  *   first `claimers` (0: the resource is held; nil: free, the head or its run of readers) must claim within their
  *   window (the 5 digits after the ticket's 32), so their deadlines shrink to it; the one listed after them learns it
  *   is next. A grant that holds the resource for `hold` ms at most (its ttl) adds `+<hold>`: until then only a
- *   release, which publishes, can free it. With `quiet`, a wakeup that would tell no claimer anything new (each
- *   one's entry already ends within its window: a wakeup shrank it, or it ends there anyway) is not published: a
- *   waiter refused by the line alone, which asks again once the head's window is over, repeats no wakeup.
+ *   release, which publishes, can free it. `quiet` is the claim window of a waiter refused by the line alone, which
+ *   asks again that long after its refusal: where every claimer's entry already ends within the claimer's own
+ *   window (a wakeup shrank it, or it ends there anyway) and at most {@link QUIET_SLACK_MS} before the refused
+ *   waiter asks again, the wakeup would only repeat what the claimers were told, and is not published; the refused
+ *   waiter's next ask finds a claimer that died gone, and publishes for the one after it.
  *   The PUBLISH is a `pcall`: a database that refuses it from a script loses the wakeup (waiters fall back to the
  *   times the nodes gave them), never the script's own writes or reply.
  */
@@ -162,6 +170,8 @@ local function wake(q, claimers, hold, quiet)
       if l.score[m[i]] > by then
         redis.call("ZADD", q, by, m[i])
         l.score[m[i]] = by
+        told = false
+      elseif quiet and node_now() + quiet > l.score[m[i]] + ${QUIET_SLACK_MS} then
         told = false
       end
     end

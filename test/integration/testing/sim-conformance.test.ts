@@ -295,6 +295,9 @@ function tickets(): Tickets {
   };
 }
 
+/** `ticket` with a claim window of `ms` (the 5 digits after its 32). */
+const windowOf = (ticket: string, ms: number) => ticket.slice(0, 32) + String(ms).padStart(5, "0");
+
 interface FairOptions {
   keys?: string[];
   join?: string;
@@ -439,19 +442,40 @@ const sequences: [string, Sequence][] = [
     }),
   ],
   [
-    "a waiter refused by the line alone repeats no wakeup to a head already told; a one-try refusal repeats it",
-    ({ T1, T2, T3 }) => ({
-      steps: [
-        { set: "a", value: OTHER, ttl: 4000 },
-        fair(MINE, T1),
-        fair(X, T2),
-        leave(OTHER, T3),
-        fair(OTHER, T3),
-        { check: (real) => deadlineIn(real, LA, T1, CLAIM) },
-        fair(OTHER, T3, { join: "0" }),
-      ],
-      wakeups: { [LA]: [`1 ${T1} ${T2}`, `1 ${T1} ${T2}`] },
-    }),
+    "a waiter refused by the line alone, asking again before the told head's window is over, repeats no wakeup",
+    ({ T1, T2, T3 }) => {
+      // T3's window (100 ms) ends before T1's (500 ms, set by the release): it asks again once T1's entry is over.
+      const T3s = windowOf(T3, 100);
+      return {
+        steps: [
+          { set: "a", value: OTHER, ttl: 4000 },
+          fair(MINE, T1),
+          fair(X, T2),
+          leave(OTHER, T3),
+          fair(OTHER, T3s),
+          { check: (real) => deadlineIn(real, LA, T1, CLAIM) },
+        ],
+        wakeups: { [LA]: [`1 ${T1} ${T2}`] },
+      };
+    },
+  ],
+  [
+    "a waiter refused by the line alone whose window outlasts the told head's repeats the wakeup; so does a one-try",
+    ({ T1, T2, T3 }) => {
+      // T3 would ask again 2 s on, long after T1's entry is over: were T1 dead, T2 must hear it is next now.
+      const T3w = windowOf(T3, 2000);
+      return {
+        steps: [
+          { set: "a", value: OTHER, ttl: 4000 },
+          fair(MINE, T1),
+          fair(X, T2),
+          leave(OTHER, T3),
+          fair(OTHER, T3w),
+          fair(OTHER, windowOf(T3, 100), { join: "0" }),
+        ],
+        wakeups: { [LA]: [`1 ${T1} ${T2}`, `1 ${T1} ${T2}`, `1 ${T1} ${T2}`] },
+      };
+    },
   ],
   [
     "the head's claim window lapses: the next in line is served",
@@ -521,11 +545,15 @@ const sequences: [string, Sequence][] = [
   ],
   [
     "requeue: releases the value and puts the granted ticket back first in line, woken to claim",
-    ({ T1, T2 }) => ({
-      steps: [fair(MINE, T1), requeue(MINE, T1), fair(X, T2), requeue(X, T2), fair(MINE, T1), leave(MINE, T1)],
-      // X's refusal by the line alone repeats no wakeup: T1 was told, and X asks again once T1's window is over.
-      wakeups: { [LA]: [`1 ${T1}`, `1 ${T1} ${T2}`, `0 ${T2} +5000`, `1 ${T2}`] },
-    }),
+    ({ T1, T2 }) => {
+      // X's claim window (100 ms) ends before T1's (500 ms): its refusal by the line alone repeats no wakeup, since T1
+      // was told and X asks again itself once T1's entry is over.
+      const X2 = windowOf(T2, 100);
+      return {
+        steps: [fair(MINE, T1), requeue(MINE, T1), fair(X, X2), requeue(X, X2), fair(MINE, T1), leave(MINE, T1)],
+        wakeups: { [LA]: [`1 ${T1}`, `1 ${T1} ${X2}`, `0 ${X2} +5000`, `1 ${X2}`] },
+      };
+    },
   ],
   [
     "clock refusal: a ticket out of step is refused with the node's time where someone waits, and not queued",
