@@ -295,6 +295,14 @@ function tickets(): Tickets {
   };
 }
 
+/** OTHER holds "a" with T1 then T2 in line; OTHER lets go (its LEAVE, with T3): T1 is told to claim, T2 is next. */
+const releasedBehindLine = (T1: string, T2: string, T3: string): Step[] => [
+  { set: "a", value: OTHER, ttl: 4000 },
+  fair(MINE, T1),
+  fair(X, T2),
+  leave(OTHER, T3),
+];
+
 /** `ticket` with a claim window of `ms` (the 5 digits after its 32). */
 const windowOf = (ticket: string, ms: number) => ticket.slice(0, 32) + String(ms).padStart(5, "0");
 
@@ -444,15 +452,12 @@ const sequences: [string, Sequence][] = [
   [
     "a waiter refused by the line alone, asking again before the told head's window is over, repeats no wakeup",
     ({ T1, T2, T3 }) => {
-      // T3's window (100 ms) ends before T1's (500 ms, set by the release): it asks again once T1's entry is over.
-      const T3s = windowOf(T3, 100);
+      // T3 asks again 100 ms on, before T1's entry (500 ms, set by the release) is over: this refusal repeats
+      // nothing, and its next ask decides again.
       return {
         steps: [
-          { set: "a", value: OTHER, ttl: 4000 },
-          fair(MINE, T1),
-          fair(X, T2),
-          leave(OTHER, T3),
-          fair(OTHER, T3s),
+          ...releasedBehindLine(T1, T2, T3),
+          fair(OTHER, windowOf(T3, 100)),
           { check: (real) => deadlineIn(real, LA, T1, CLAIM) },
         ],
         wakeups: { [LA]: [`1 ${T1} ${T2}`] },
@@ -463,14 +468,10 @@ const sequences: [string, Sequence][] = [
     "a waiter refused by the line alone whose window outlasts the told head's repeats the wakeup; so does a one-try",
     ({ T1, T2, T3 }) => {
       // T3 would ask again 2 s on, long after T1's entry is over: were T1 dead, T2 must hear it is next now.
-      const T3w = windowOf(T3, 2000);
       return {
         steps: [
-          { set: "a", value: OTHER, ttl: 4000 },
-          fair(MINE, T1),
-          fair(X, T2),
-          leave(OTHER, T3),
-          fair(OTHER, T3w),
+          ...releasedBehindLine(T1, T2, T3),
+          fair(OTHER, windowOf(T3, 2000)),
           fair(OTHER, windowOf(T3, 100), { join: "0" }),
         ],
         wakeups: { [LA]: [`1 ${T1} ${T2}`, `1 ${T1} ${T2}`, `1 ${T1} ${T2}`] },
