@@ -14,9 +14,10 @@ import type { Vote } from "./vote.ts";
  * a smaller ticket; the grant leaves the lines and tells those still waiting who is first. Otherwise refuses with the
  * longest PTTL (-2 when only the line stood in the way: then the first in line is woken to claim, unless a wakeup
  * told it so already and the refused waiter, which joins, asks again at most `QUIET_SLACK_MS` after the first's
- * window ends) and the most waiters ahead in any line, and (ARGV[6]) joins or refreshes the lines. A ticket whose time is out of step with
- * the node's clock is neither ordered nor queued where anyone waits or it would have to join: `{0, pttl, -1, now}`
- * gives the node's time, so the waiter takes a ticket in step. The line only takes grants away.
+ * window ends) and the most waiters ahead in any line, and (ARGV[6]) joins or refreshes the lines. A ticket whose
+ * time is out of step with the node's clock is neither ordered nor queued where anyone waits or it would have to
+ * join: `{0, pttl, -1, now}` gives the node's time, so the waiter takes a ticket in step. The line only takes grants
+ * away.
  * @example
  * ```ts
  * import { scriptSha } from "edge-redlock/scripts";
