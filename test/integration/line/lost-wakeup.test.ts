@@ -10,7 +10,7 @@ import { client, linkedNodes, noted, sleep } from "./helpers.ts";
 const fixture = useCluster();
 
 describe("one lost wakeup", () => {
-  it("costs the first in line at most its turn: it is served right after the waiter that took it", async () => {
+  it("costs the first in line at most its turn: it keeps its place, asks at the old holder's expiry, is served next", async () => {
     const own = await linkedNodes(fixture, "first");
     const holder = await client(fixture.nodes).acquire("res", 3_000);
     const order: string[] = [];
