@@ -130,6 +130,9 @@ function luaSub(s: string, from: number, to = -1): string {
   return new TextDecoder().decode(bytes.slice(Math.max(0, start), to < 0 ? bytes.length + to + 1 : to));
 }
 
+/** Lua `claim_window(ticket)`: the ticket's claim window in ms (the 5 digits after its 32), undefined where none. */
+const claimWindow = (ticket: string): number | undefined => luaNumber(luaSub(ticket, 33, 37));
+
 /** Lua's `<` on strings: byte order in the C locale; tickets (`[0-9a-f]`, then `r` or `w`) sort so in any locale. */
 const luaLess = (a: string, b: string | undefined): boolean => {
   if (b === undefined) throw new Error("ERR attempt to compare string with nil");
@@ -692,7 +695,7 @@ export class MemoryNode implements RedlockNode {
     if (!step) return [0, wait, -1, now];
     if (held || ahead > 0) {
       if (args[5] === "1") for (let i = 1; i <= n; i++) this.#enqueue(at(keys, n + i), ticket, luaNumber(args[4]), now);
-      const quiet = args[5] === "1" ? luaNumber(luaSub(ticket, 33, 37)) : undefined;
+      const quiet = args[5] === "1" ? claimWindow(ticket) : undefined;
       if (!held) for (let i = 1; i <= n; i++) this.#wake(at(keys, n + i), undefined, now, undefined, quiet);
       return [0, wait, ahead];
     }
@@ -945,7 +948,7 @@ export class MemoryNode implements RedlockNode {
     for (let i = 1; i <= Math.min(m.length, c + 1); i++) {
       shown.push(m[i - 1]);
       if (i > c) continue;
-      const by = now + (luaNumber(luaSub(m[i - 1], 33, 37)) ?? 0);
+      const by = now + (claimWindow(m[i - 1]) ?? 0);
       const score = this.#zscore(q, m[i - 1])!;
       if (score > by) {
         this.#zadd(q, by, m[i - 1]);

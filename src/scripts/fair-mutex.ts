@@ -60,7 +60,7 @@ if held or ahead > 0 then
     for i = 1, n do enqueue(KEYS[n + i], ticket, tonumber(ARGV[5])) end
   end
   if not held then
-    local quiet = ARGV[6] == "1" and tonumber(string.sub(ticket, 33, 37)) or nil
+    local quiet = ARGV[6] == "1" and claim_window(ticket) or nil
     for i = 1, n do wake(KEYS[n + i], nil, nil, quiet) end
   end
   return {0, wait, ahead}

@@ -30,6 +30,7 @@ const SHOWN = 8;
  * kept in step with what the script writes, so a script pays one call per line read, and the node's clock (`TIME`)
  * only when it must tell live entries from those past their deadline.
  * - `node_now()`: the node's time in ms, read at most once per script.
+ * - `claim_window(ticket)`: the ticket's claim window in ms (the 5 digits after its 32), nil where it has none.
  * - `line_sorted(q)`: the live waiters of line `q`, smallest ticket first (those past their deadline are dropped).
  * - `waiters_ahead(q, ticket)`: how many live waiters are ahead of `ticket`, and how many wait. When `ticket` is the
  *   smallest in line, none is ahead whatever the clock says: the entries are not told apart (the count may include
@@ -53,6 +54,9 @@ const SHOWN = 8;
  *   times the nodes gave them), never the script's own writes or reply.
  */
 export const LINE = `local NOW = false
+local function claim_window(ticket)
+  return tonumber(string.sub(ticket, 33, 37))
+end
 local function node_now()
   if not NOW then
     local t = redis.call("TIME")
@@ -166,7 +170,7 @@ local function wake(q, claimers, hold, quiet)
   for i = 1, math.min(#m, claimers + 1) do
     shown[i] = m[i]
     if i <= claimers then
-      local by = node_now() + (tonumber(string.sub(m[i], 33, 37)) or 0)
+      local by = node_now() + (claim_window(m[i]) or 0)
       if l.score[m[i]] > by then
         redis.call("ZADD", q, by, m[i])
         l.score[m[i]] = by
