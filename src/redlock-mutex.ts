@@ -17,6 +17,7 @@ import { Lifecycle } from "./lock/lifecycle.ts";
 import { Lock, type ReleaseResult } from "./lock/lock.ts";
 import { acquire, type LockStrategy, type Machinery, type Try } from "./lock/acquire.ts";
 import { Line, lineKey, lineOptions } from "./lock/line.ts";
+import { LocalLine } from "./lock/local-line.ts";
 import { nodesFromEnv, type EnvOptions } from "./node/env.ts";
 import { toNodes, type NodeInput } from "./node/input.ts";
 import type { RedlockNode } from "./node/node.ts";
@@ -60,6 +61,7 @@ export class RedlockMutex {
   readonly #rounds: Rounds;
   readonly #lifecycle: Lifecycle;
   readonly #machinery: Machinery;
+  readonly #turns: LocalLine;
 
   static {
     machinery = (redlock) => redlock.#machinery;
@@ -76,8 +78,9 @@ export class RedlockMutex {
     const resolved = Object.freeze(resolveOptions(options));
     const { built, secrets } = toNodes(nodes, resolved.batching, resolved.warnings);
     this.#rounds = new Rounds(Object.freeze(built), resolved, Object.freeze(secrets));
-    this.#lifecycle = new Lifecycle(this.#rounds);
-    this.#machinery = { rounds: this.#rounds, lifecycle: this.#lifecycle };
+    this.#turns = new LocalLine();
+    this.#lifecycle = new Lifecycle(this.#rounds, this.#turns);
+    this.#machinery = { rounds: this.#rounds, lifecycle: this.#lifecycle, turns: this.#turns };
   }
 
   /** The nodes, in the order given (tallies number them from 0 in this order). */

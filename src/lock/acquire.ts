@@ -22,6 +22,7 @@ import type { Script } from "../scripts/script.ts";
 import type { RedlockNode } from "../node/node.ts";
 import type { Lifecycle } from "./lifecycle.ts";
 import { HEARTBEAT_MS, type Line } from "./line.ts";
+import { LOCAL_TURN_MS, type LocalLine } from "./local-line.ts";
 import { lockState, type Lock, type LockState } from "./lock.ts";
 import { fallbackWait, queuePosition, randomWait } from "./wait.ts";
 import { Waker } from "./waker.ts";
@@ -68,10 +69,14 @@ export interface LockStrategy<T extends Lock> {
   build(grant: Grant, attempts: number, state: HeldState, fence?: string): T;
 }
 
-/** What the kinds share: the rounds over the nodes and the lifecycle of what they hold. */
+/**
+ * What the kinds share: the rounds over the nodes, the lifecycle of what they hold, and the turns its lock waiters
+ * take to wait on the nodes (see {@link LocalLine}).
+ */
 export interface Machinery {
   rounds: Rounds;
   lifecycle: Lifecycle;
+  turns?: LocalLine;
 }
 
 /** A failed attempt: its tally, the undo of what it may have set, and how long the line says to wait. */
@@ -119,10 +124,18 @@ export async function acquire<T extends Lock>(
   let failures = 0;
   let held: T | undefined;
   let budget: RequestBudget | undefined;
+  // A lock's waiters of this Redlock wait on the nodes one at a time (see LocalLine): the others wait here.
+  const turns = waiter && policy.fair && strategy.kind === "lock" ? machinery.turns : undefined;
+  let endTurn: (() => void) | undefined;
+  let stopListening: (() => void) | undefined;
+  const lineName = waiter?.queues.join("\n") ?? "";
+  let asked = false;
   try {
     try {
+      if (turns) endTurn = await turns.enter(lineName, clock, maxWait ?? LOCAL_TURN_MS, signal);
       for (let n = 1; ; n++) {
         signal?.throwIfAborted();
+        asked = true;
         const outcome = await attempt(machinery, strategy, policy, n, report, spend);
         cleanups.push(outcome.cleanup);
         if ("held" in outcome) {
@@ -133,7 +146,7 @@ export async function acquire<T extends Lock>(
         signal?.throwIfAborted();
         // Nodes that fail are not asked again at once, whatever the line says: an outage must not become a flood.
         failures = failureReason(outcome.failed) === "unreachable" ? failures + 1 : 0;
-        if (waiter && policy.fair && !waker)
+        if (waiter && policy.fair && !waker) {
           waker = new Waker({
             nodes: rounds.nodes,
             clock,
@@ -142,6 +155,10 @@ export async function acquire<T extends Lock>(
             confirmWithin: rounds.options.nodeTimeout,
             signal,
           });
+          // A release by this Redlock wakes it at once, whether its subscriptions are open yet or not.
+          const nudged = waker;
+          stopListening = turns?.listen(lineName, () => nudged.nudge());
+        }
         const position = queuePosition(outcome.failed.votes);
         if (waker && failures === 0)
           waker.listen(outcome.failed.votes, () => spend.extra(1), { position, answered: outcome.answered });
@@ -158,7 +175,9 @@ export async function acquire<T extends Lock>(
         if (budget) break;
         if (maxWait !== undefined) {
           // A holder's PTTL says when it must be gone, not when it goes: only the caller's time decides the end.
-          if (elapsed + delay > maxWait) break;
+          // `delay > maxWait − elapsed`, not `elapsed + delay > maxWait`: a wait cut to end at maxWait is exactly
+          // `maxWait − elapsed`, and the sum may round above maxWait, which gave up a waiter that should sleep.
+          if (delay > maxWait - elapsed) break;
         } else if (policy.retryCount !== -1) {
           // Informed waits are short and many: the retries then also buy time (retryCount × retryDelay). A woken
           // waiter's last wait ends when that time is up; it asks once then (at least one retry), and no more.
@@ -173,10 +192,14 @@ export async function acquire<T extends Lock>(
           : clock.sleep(delay, signal));
       }
     } finally {
+      // Served or given up: the next waiter of this Redlock may wait on the nodes now.
+      endTurn?.();
+      stopListening?.();
       waker?.close();
       await Promise.all(cleanups);
-      // Best effort, not waited for (each request is bounded by nodeTimeout): an entry it misses expires.
-      if (!held && waiter) {
+      // Best effort, not waited for (each request is bounded by nodeTimeout): an entry it misses expires. An
+      // acquisition that never asked has no entry to leave.
+      if (!held && waiter && asked) {
         const keys = strategy.leave?.keys ?? [...strategy.leaveKeys, ...waiter.queues];
         void lifecycle.leave(keys, waiter.ticket, strategy.leave?.script);
       }

@@ -14,19 +14,23 @@ import { nodeTally } from "../events/tally.ts";
 import type { LockKind } from "../events/types.ts";
 import { lockState, type Lock, type LockOwner, type LockState, type ReleaseResult } from "./lock.ts";
 import type { Requeue } from "./line.ts";
+import type { LocalLine } from "./local-line.ts";
 
 /**
  * Release, extension and cleanup for the locks and permits of one `Redlock`.
  */
 export class Lifecycle {
   readonly #rounds: Rounds;
+  /** This Redlock's waiters, woken in-process by its own releases. */
+  readonly #turns: LocalLine | undefined;
   /** Reports to the Redlock's `onEvent`; absent without one. */
   readonly emit: Emit | undefined;
   /** What a held lock calls back into. */
   readonly owner: LockOwner;
 
-  constructor(rounds: Rounds) {
+  constructor(rounds: Rounds, turns?: LocalLine) {
     this.#rounds = rounds;
+    this.#turns = turns;
     this.emit = eventEmitter(rounds.options.onEvent);
     this.owner = {
       extend: (lock, ttl) => this.extend(lock, ttl),
@@ -108,6 +112,7 @@ export class Lifecycle {
     const began = rounds.clock.now();
     const round = await rounds.round(script, keys, args, { decide: "answered", cancelStragglers: false });
     const { granted: released, errors } = round;
+    if (queue) this.#turns?.ring(queue.keys.join("\n"));
     this.emit?.({
       type: "release",
       kind: state.kind,

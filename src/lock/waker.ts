@@ -282,6 +282,11 @@ export class Waker {
     );
   }
 
+  /** Asks now: the end of the current sleep, or, when not sleeping, of the next one (a hint, as a wakeup is). */
+  nudge(): void {
+    this.#ring();
+  }
+
   #ring(): void {
     const wake = this.#wake;
     if (wake) wake();
