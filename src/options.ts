@@ -43,7 +43,8 @@ export interface RedlockOptions {
   warnings?: boolean;
   /**
    * How to wait in line. Every acquisition that retries joins a line per resource on every node and is served in
-   * order of its first attempt (docs/SAFETY.md, "Fair waiting"). `true`: it sleeps until woken (Pub/Sub) or until the
+   * order of its call (docs/SAFETY.md, "Fair waiting"); a mutex's waiters of one Redlock take turns to wait on the
+   * nodes (docs/guide.md, "Fair waiting"). `true`: it sleeps until woken (Pub/Sub) or until the
    * holder's time is up. `false`: it retries every `retryDelay ± retryJitter`, which also keeps its place.
    * Default true.
    */

@@ -24,7 +24,7 @@ import type { Lifecycle } from "./lifecycle.ts";
 import { HEARTBEAT_MS, type Line } from "./line.ts";
 import { LOCAL_TURN_MS, type LocalLine } from "./local-line.ts";
 import { lockState, type Lock, type LockState } from "./lock.ts";
-import { fallbackWait, queuePosition, randomWait } from "./wait.ts";
+import { fallbackWait, queuePosition, randomWait, waitsPast } from "./wait.ts";
 import { Waker } from "./waker.ts";
 import { randomUnit } from "../support/random.ts";
 
@@ -175,9 +175,7 @@ export async function acquire<T extends Lock>(
         if (budget) break;
         if (maxWait !== undefined) {
           // A holder's PTTL says when it must be gone, not when it goes: only the caller's time decides the end.
-          // `delay > maxWait − elapsed`, not `elapsed + delay > maxWait`: a wait cut to end at maxWait is exactly
-          // `maxWait − elapsed`, and the sum may round above maxWait, which gave up a waiter that should sleep.
-          if (delay > maxWait - elapsed) break;
+          if (waitsPast(maxWait, elapsed, delay)) break;
         } else if (policy.retryCount !== -1) {
           // Informed waits are short and many: the retries then also buy time (retryCount × retryDelay). A woken
           // waiter's last wait ends when that time is up; it asks once then (at least one retry), and no more.

@@ -102,6 +102,11 @@ export class LocalLine {
     const now = this.#locks.get(lock);
     if (now === undefined) this.#locks.set(lock, { current: token, queue: [] });
     else now.current = token;
+    // The turn and the caller's abort came in the same task: the turn goes on to the next one.
+    if (signal?.aborted) {
+      leave();
+      throw signal.reason;
+    }
     return leave;
   }
 

@@ -104,3 +104,16 @@ export function fallbackWait(
 export function randomWait(policy: Pick<RetryPolicy, "retryDelay" | "retryJitter">): number {
   return Math.max(0, policy.retryDelay + (2 * randomUnit() - 1) * policy.retryJitter);
 }
+
+/**
+ * Whether a wait of `delay` ms, `elapsed` ms into an acquisition, would end past its `maxWait`. Compared as
+ * `delay > maxWait − elapsed`: a wait cut to end at maxWait is exactly `maxWait − elapsed`, and adding `elapsed`
+ * back may round above maxWait, which would give up a waiter that should sleep until then.
+ * @example
+ * ```ts
+ * waitsPast(3037.397738, 556.431515, 3037.397738 - 556.431515); // false
+ * ```
+ */
+export function waitsPast(maxWait: number, elapsed: number, delay: number): boolean {
+  return delay > maxWait - elapsed;
+}

@@ -1,0 +1,51 @@
+// Waiters of one Redlock on the same lock wait on the nodes one at a time and are served in call order; a release by
+// that Redlock wakes its next waiter in process, so a lost wakeup does not leave it to its fallback. Real
+// redis-server behind the bridge, real @upstash/redis.
+import { describe, expect, it } from "vitest";
+import { Redlock } from "../../../src/index.ts";
+import { settle, useCluster } from "../fixture.ts";
+
+const fixture = useCluster();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const redlock = () => new Redlock(fixture.nodes, { warnings: false });
+const subscriptions = () => fixture.sent.flat().filter((name) => name === "subscribe").length;
+
+describe("waiters of one Redlock", () => {
+  it("wait on the nodes one at a time and are served in call order", async () => {
+    const holder = await redlock().acquire("res", 10_000);
+    await settle(fixture);
+    const attempts = () => fixture.sent.flat().filter((name) => name === "fair-acquire").length;
+    const before = attempts();
+    const shared = redlock();
+    const served: number[] = [];
+    const waiters = [1, 2, 3].map(async (n) => {
+      await sleep(n * 20);
+      const lock = await shared.acquire("res", 10_000, { maxWait: 8_000 });
+      served.push(n);
+      await sleep(50);
+      await lock.release();
+    });
+    await sleep(600);
+    // Only the first joined the nodes' line and listens (two streams); the others wait in process.
+    expect(subscriptions()).toBe(2);
+    // Its joining attempt, and at most one more once its first stream confirmed; three waiters would send three joins.
+    expect(attempts() - before).toBeLessThanOrEqual(10);
+    await holder.release();
+    await Promise.all(waiters);
+    expect(served).toEqual([1, 2, 3]);
+  });
+
+  it("are woken by that Redlock's release even when every wakeup is lost", async () => {
+    await Promise.all(fixture.admins.map((a) => a.faults({ dropMessages: 100 })));
+    const shared = redlock();
+    const holder = await shared.acquire("res", 10_000);
+    const waiting = shared.acquire("res", 10_000, { maxWait: 8_000 });
+    await sleep(300);
+    const released = Date.now();
+    await holder.release();
+    const lock = await waiting;
+    // Without the in-process wakeup it would ask at its maxWait (8 s) and fail: the holder's time is 10 s.
+    expect(Date.now() - released).toBeLessThan(1_000);
+    await lock.release();
+  });
+});
