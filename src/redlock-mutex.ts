@@ -17,7 +17,7 @@ import { Lifecycle } from "./lock/lifecycle.ts";
 import { Lock, type ReleaseResult } from "./lock/lock.ts";
 import { acquire, type LockStrategy, type Machinery, type Try } from "./lock/acquire.ts";
 import { Line, lineKey, lineOptions } from "./lock/line.ts";
-import { LocalLine } from "./lock/local-line.ts";
+import { LocalLine, turnsAllowed } from "./lock/local-line.ts";
 import { nodesFromEnv, type EnvOptions } from "./node/env.ts";
 import { toNodes, type NodeInput } from "./node/input.ts";
 import type { RedlockNode } from "./node/node.ts";
@@ -61,7 +61,7 @@ export class RedlockMutex {
   readonly #rounds: Rounds;
   readonly #lifecycle: Lifecycle;
   readonly #machinery: Machinery;
-  readonly #turns: LocalLine;
+  readonly #turns: LocalLine | undefined;
 
   static {
     machinery = (redlock) => redlock.#machinery;
@@ -78,7 +78,7 @@ export class RedlockMutex {
     const resolved = Object.freeze(resolveOptions(options));
     const { built, secrets } = toNodes(nodes, resolved.batching, resolved.warnings);
     this.#rounds = new Rounds(Object.freeze(built), resolved, Object.freeze(secrets));
-    this.#turns = new LocalLine();
+    this.#turns = turnsAllowed() ? new LocalLine() : undefined;
     this.#lifecycle = new Lifecycle(this.#rounds, this.#turns);
     this.#machinery = { rounds: this.#rounds, lifecycle: this.#lifecycle, turns: this.#turns };
   }

@@ -11,6 +11,19 @@ import { followSignals, type Clock } from "../support/clock.ts";
  */
 export const LOCAL_TURN_MS = 1_000;
 
+/**
+ * Whether this runtime lets one request wait on another's promise: not Cloudflare Workers, where a request whose only
+ * pending work is another request's promise is failed as one that will never complete. There each acquisition waits
+ * on the nodes itself.
+ * @example
+ * ```ts
+ * const turns = turnsAllowed() ? new LocalLine() : undefined;
+ * ```
+ */
+export function turnsAllowed(): boolean {
+  return !(typeof navigator === "object" && navigator?.userAgent === "Cloudflare-Workers");
+}
+
 /** The reason a waiter ends its own timer with once its turn came; it never reaches the caller. */
 const TURN = new DOMException("the waiter's turn came", "AbortError");
 

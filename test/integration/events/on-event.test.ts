@@ -70,9 +70,11 @@ describe("onEvent (real cluster)", () => {
   it("in the fair queue, each retry carries the waiter's place in line", async () => {
     const holder = await new Redlock(configs()).acquire(["events:line"], 5_000);
     const { redlock, events } = observed();
+    // Two clients: waiters of one Redlock would take turns, the second asking only once the first is served.
+    const other = new Redlock(configs(), { nodeTimeout: 500, onEvent: (event) => events.push(event) });
     const first = redlock.acquire(["events:line"], 1_000, { maxWait: 3_000 });
     await new Promise((r) => setTimeout(r, 150));
-    const second = redlock.acquire(["events:line"], 1_000, { maxWait: 3_000 });
+    const second = other.acquire(["events:line"], 1_000, { maxWait: 3_000 });
     await new Promise((r) => setTimeout(r, 300));
     await holder.release();
     const [a, b] = await Promise.all([first, second]);
