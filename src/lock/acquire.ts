@@ -155,9 +155,9 @@ export async function acquire<T extends Lock>(
             confirmWithin: rounds.options.nodeTimeout,
             signal,
           });
-          // A release by this Redlock wakes it at once, whether its subscriptions are open yet or not.
+          // A release by this Redlock wakes its first waiter at once, whether its streams are open yet or not.
           const nudged = waker;
-          stopListening = turns?.listen(lineName, () => nudged.nudge());
+          stopListening = turns?.listen(lineName, () => waiter.ticket, () => nudged.nudge());
         }
         const position = queuePosition(outcome.failed.votes);
         if (waker && failures === 0)

@@ -53,24 +53,30 @@ interface Turns {
 export class LocalLine {
   readonly #locks = new Map<string, Turns>();
   /** Per lock, how to wake this Redlock's acquisitions waiting on the nodes for it. */
-  readonly #bells = new Map<string, Set<() => void>>();
+  readonly #bells = new Map<string, Set<{ ticket: () => string; bell: () => void }>>();
 
   /**
-   * Wakes this Redlock's acquisitions waiting on the nodes for `lock`: a lock of this Redlock on it was just released.
-   * In the same process, so it does not depend on a subscription being open yet; like a wakeup, only a hint.
+   * Wakes the one of this Redlock's acquisitions waiting on the nodes for `lock` with the smallest ticket (the first
+   * of them in line): a lock of this Redlock on it was just released. One, not all: a release frees the resource for
+   * one waiter, and every waiter asking at each release would cost a round each, per release. In the same process,
+   * so it does not depend on a subscription being open yet; like a wakeup, only a hint.
    */
   ring(lock: string): void {
     const bells = this.#bells.get(lock);
-    if (bells) for (const bell of [...bells]) bell();
+    if (bells === undefined) return;
+    let first: { ticket: () => string; bell: () => void } | undefined;
+    for (const entry of bells) if (first === undefined || entry.ticket() < first.ticket()) first = entry;
+    first?.bell();
   }
 
-  /** Has `bell` called when {@link LocalLine.ring} rings `lock`, until the function it returns is called. */
-  listen(lock: string, bell: () => void): () => void {
-    const bells = this.#bells.get(lock) ?? new Set<() => void>();
+  /** Has `bell` called when {@link LocalLine.ring} rings `lock` and `ticket` is the smallest, until stopped. */
+  listen(lock: string, ticket: () => string, bell: () => void): () => void {
+    const bells = this.#bells.get(lock) ?? new Set<{ ticket: () => string; bell: () => void }>();
     this.#bells.set(lock, bells);
-    bells.add(bell);
+    const entry = { ticket, bell };
+    bells.add(entry);
     return () => {
-      bells.delete(bell);
+      bells.delete(entry);
       if (bells.size === 0 && this.#bells.get(lock) === bells) this.#bells.delete(lock);
     };
   }

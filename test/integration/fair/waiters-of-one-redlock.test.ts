@@ -1,6 +1,6 @@
 // Waiters of one Redlock on the same lock wait on the nodes one at a time and are served in call order; a release by
-// that Redlock wakes its next waiter in process, so a lost wakeup does not leave it to its fallback. Real
-// redis-server behind the bridge, real @upstash/redis.
+// that Redlock wakes its first waiter in process, so a lost wakeup does not leave it to its fallback, and wakes no one
+// further back. Real redis-server behind the bridge, real @upstash/redis.
 import { describe, expect, it } from "vitest";
 import { Redlock } from "../../../src/index.ts";
 import { settle, useCluster } from "../fixture.ts";
@@ -47,5 +47,24 @@ describe("waiters of one Redlock", () => {
     // Without the in-process wakeup it would ask at its maxWait (8 s) and fail: the holder's time is 10 s.
     expect(Date.now() - released).toBeLessThan(1_000);
     await lock.release();
+  });
+
+  it("are not all sent asking by that Redlock's release: only the first in line is", async () => {
+    // Behind another client's holder for 1.5 s, ten waiters have all joined the nodes' line (a turn lasts 1 s at
+    // most). A release that woke each of them would cost each a round per release, past its maxRequests.
+    const holder = await redlock().acquire("res", 20_000);
+    const shared = redlock();
+    const outcomes = Array.from({ length: 10 }, () =>
+      shared.acquire("res", 2_000, { maxWait: 15_000, maxRequests: 60 }).then(
+        async (lock) => {
+          await lock.release();
+          return "served";
+        },
+        (error: unknown) => String(error),
+      ),
+    );
+    await sleep(1_500);
+    await holder.release();
+    expect(await Promise.all(outcomes)).toEqual(Array(10).fill("served"));
   });
 });

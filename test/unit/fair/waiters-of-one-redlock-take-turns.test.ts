@@ -90,16 +90,20 @@ describe("the turns of one Redlock's waiters", () => {
     expect(line.size).toBe(0);
   });
 
-  it("ring only the bells of the lock released", () => {
+  it("ring the first waiter of the lock released, by ticket, and no other", () => {
     const line = new LocalLine();
     const rung: string[] = [];
-    const stopA = line.listen("A", () => rung.push("A"));
-    const stopB = line.listen("B", () => rung.push("B"));
+    const stopLate = line.listen("A", () => "0002", () => rung.push("A late"));
+    const stopEarly = line.listen("A", () => "0001", () => rung.push("A early"));
+    const stopB = line.listen("B", () => "0000", () => rung.push("B"));
     line.ring("A");
-    expect(rung).toEqual(["A"]);
-    stopA();
+    expect(rung).toEqual(["A early"]);
+    stopEarly();
     line.ring("A");
-    expect(rung).toEqual(["A"]);
+    expect(rung).toEqual(["A early", "A late"]);
+    stopLate();
+    line.ring("A");
+    expect(rung).toEqual(["A early", "A late"]);
     stopB();
     expect(line.size).toBe(0);
   });
