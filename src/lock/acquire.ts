@@ -157,7 +157,11 @@ export async function acquire<T extends Lock>(
           });
           // A release by this Redlock wakes its first waiter at once, whether its streams are open yet or not.
           const nudged = waker;
-          stopListening = turns?.listen(lineName, () => waiter.ticket, () => nudged.nudge());
+          stopListening = turns?.listen(
+            lineName,
+            () => waiter.ticket,
+            () => nudged.nudge(),
+          );
         }
         const position = queuePosition(outcome.failed.votes);
         if (waker && failures === 0)

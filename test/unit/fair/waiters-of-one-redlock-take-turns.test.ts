@@ -93,9 +93,21 @@ describe("the turns of one Redlock's waiters", () => {
   it("ring the first waiter of the lock released, by ticket, and no other", () => {
     const line = new LocalLine();
     const rung: string[] = [];
-    const stopLate = line.listen("A", () => "0002", () => rung.push("A late"));
-    const stopEarly = line.listen("A", () => "0001", () => rung.push("A early"));
-    const stopB = line.listen("B", () => "0000", () => rung.push("B"));
+    const stopLate = line.listen(
+      "A",
+      () => "0002",
+      () => rung.push("A late"),
+    );
+    const stopEarly = line.listen(
+      "A",
+      () => "0001",
+      () => rung.push("A early"),
+    );
+    const stopB = line.listen(
+      "B",
+      () => "0000",
+      () => rung.push("B"),
+    );
     line.ring("A");
     expect(rung).toEqual(["A early"]);
     stopEarly();
