@@ -132,7 +132,8 @@ export async function acquire<T extends Lock>(
   let asked = false;
   try {
     try {
-      if (turns) endTurn = await turns.enter(lineName, clock, maxWait ?? LOCAL_TURN_MS, signal);
+      if (turns)
+        endTurn = turns.take(lineName) ?? (await turns.enter(lineName, clock, maxWait ?? LOCAL_TURN_MS, signal));
       for (let n = 1; ; n++) {
         signal?.throwIfAborted();
         asked = true;
@@ -140,6 +141,7 @@ export async function acquire<T extends Lock>(
         cleanups.push(outcome.cleanup);
         if ("held" in outcome) {
           held = outcome.held;
+          turns?.hold(lineName, held);
           break;
         }
         tallies.push(outcome.failed);
@@ -154,6 +156,7 @@ export async function acquire<T extends Lock>(
             ticket: () => waiter.ticket,
             confirmWithin: rounds.options.nodeTimeout,
             signal,
+            heldHere: turns ? () => turns.heldHere(lineName) : undefined,
           });
           // A release by this Redlock wakes its first waiter at once, whether its streams are open yet or not.
           const nudged = waker;

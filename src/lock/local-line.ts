@@ -24,6 +24,9 @@ export function turnsAllowed(): boolean {
   return !(typeof navigator === "object" && navigator?.userAgent === "Cloudflare-Workers");
 }
 
+/** At most this many locks keep their holder (see {@link LocalLine.hold}); those past their validity go first. */
+const HOLDERS_KEPT = 1_024;
+
 /** The reason a waiter ends its own timer with once its turn came; it never reaches the caller. */
 const TURN = new DOMException("the waiter's turn came", "AbortError");
 
@@ -55,6 +58,35 @@ export class LocalLine {
   /** Per lock, how to wake this Redlock's acquisitions waiting on the nodes for it. */
   readonly #bells = new Map<string, Set<{ ticket: () => string; bell: () => void }>>();
 
+  /** Per lock, the latest lock of this Redlock on it (a mutex has one holder at most). */
+  readonly #holders = new Map<string, { readonly validityMs: number }>();
+
+  /**
+   * Turns the current one's turn over without waiting when nobody of this Redlock waits for `lock`: the function that
+   * ends the turn, or undefined (then {@link LocalLine.enter} waits for it).
+   */
+  take(lock: string): (() => void) | undefined {
+    if (this.#locks.has(lock)) return undefined;
+    const token = {};
+    this.#locks.set(lock, { current: token, queue: [] });
+    return () => this.#leave(lock, token);
+  }
+
+  /** Notes that `held`, a lock of this Redlock, holds `lock` (see {@link LocalLine.heldHere}). */
+  hold(lock: string, held: { readonly validityMs: number }): void {
+    if (this.#holders.size >= HOLDERS_KEPT) {
+      for (const [name, holder] of this.#holders) if (holder.validityMs <= 0) this.#holders.delete(name);
+      if (this.#holders.size >= HOLDERS_KEPT) this.#holders.delete(this.#holders.keys().next().value as string);
+    }
+    this.#holders.set(lock, held);
+  }
+
+  /** Whether a lock of this Redlock holds `lock` now, within its validity and not released. */
+  heldHere(lock: string): boolean {
+    const holder = this.#holders.get(lock);
+    return holder !== undefined && holder.validityMs > 0;
+  }
+
   /**
    * Wakes the one of this Redlock's acquisitions waiting on the nodes for `lock` with the smallest ticket (the first
    * of them in line): a lock of this Redlock on it was just released. One, not all: a release frees the resource for
@@ -62,6 +94,7 @@ export class LocalLine {
    * so it does not depend on a subscription being open yet; like a wakeup, only a hint.
    */
   ring(lock: string): void {
+    this.#holders.delete(lock);
     const bells = this.#bells.get(lock);
     if (bells === undefined) return;
     let first: { ticket: () => string; bell: () => void } | undefined;
@@ -131,7 +164,7 @@ export class LocalLine {
 
   /** How many locks have waiters of this Redlock (for tests: none is kept once its waiters are gone). */
   get size(): number {
-    return this.#locks.size + this.#bells.size;
+    return this.#locks.size + this.#bells.size + this.#holders.size;
   }
 
   #drop(lock: string, entry: { token: object }): void {

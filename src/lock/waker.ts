@@ -135,6 +135,11 @@ export interface WakerOptions {
   confirmWithin: number;
   /** The acquisition's signal. */
   signal?: AbortSignal;
+  /**
+   * Whether a lock of the same Redlock holds the resource now: its release wakes the waiter in process, so a first
+   * confirmation need not ask in case a release came before it.
+   */
+  heldHere?: () => boolean;
 }
 
 /**
@@ -236,8 +241,9 @@ export class Waker {
       confirmed = true;
       this.#opening--;
       this.#alive++;
-      // A release between the refusal and the first confirmation was heard by nobody: the first in line asks once.
-      if (this.#head && !this.#confirmedOnce) this.#ring();
+      // A release between the refusal and the first confirmation was heard by nobody: the first in line asks once,
+      // unless the holder is a lock of the same Redlock, whose release wakes it in process.
+      if (this.#head && !this.#confirmedOnce && !this.#options.heldHere?.()) this.#ring();
       this.#confirmedOnce = true;
       await subscription.closed;
     } catch {

@@ -49,6 +49,23 @@ describe("waiters of one Redlock", () => {
     await lock.release();
   });
 
+  it("behind that Redlock's own holder send one join, two streams and the granting attempt", async () => {
+    const shared = redlock();
+    const holder = await shared.acquire("res", 10_000);
+    await settle(fixture);
+    const before = fixture.sent.flat().length;
+    const waiting = shared.acquire("res", 10_000, { maxWait: 8_000 });
+    // Its streams confirm within a few ms; released before it would ask again on its own (100 ms at the earliest).
+    await sleep(60);
+    await holder.release();
+    const lock = await waiting;
+    await settle(fixture);
+    // The holder's release (5) is not the waiter's. Its streams confirming does not send it asking: the release of a
+    // lock of the same Redlock wakes it in process.
+    expect(fixture.sent.flat().length - before - 5).toBe(12);
+    await lock.release();
+  });
+
   it("are not all sent asking by that Redlock's release: only the first in line is", async () => {
     // Behind another client's holder for 1.5 s, ten waiters have all joined the nodes' line (a turn lasts 1 s at
     // most). A release that woke each of them would cost each a round per release, past its maxRequests.
