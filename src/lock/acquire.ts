@@ -176,7 +176,10 @@ export async function acquire<T extends Lock>(
         const until = maxWait ?? (policy.retryCount === -1 ? undefined : policy.retryCount * policy.retryDelay);
         if (waker && informed !== undefined && until !== undefined)
           informed = Math.min(informed, Math.max(0, until - elapsed));
-        const delay = failures > 0 ? backoff(policy, failures, informed) : (informed ?? randomWait(policy));
+        let delay = failures > 0 ? backoff(policy, failures, informed) : (informed ?? randomWait(policy));
+        // A back-off that would pass maxWait ends there instead: the acquisition asks once more then, and does not
+        // give up while time is left (the nodes may be back).
+        if (failures > 0 && maxWait !== undefined) delay = Math.min(delay, Math.max(0, maxWait - elapsed));
         // The signal, then the request budget, then maxWait decide; retryCount only when no maxWait is given.
         budget = spend.exhausted();
         if (budget) break;

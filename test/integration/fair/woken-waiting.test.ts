@@ -94,6 +94,20 @@ describe("woken waiting", () => {
     expect(calls() - start).toBeLessThanOrEqual(120);
     expect(sent.filter((name) => name === "subscribe")).toEqual([]);
   }, 60_000);
+
+  it("an outage's growing back-off does not give up before maxWait: it asks once more then", async () => {
+    await Promise.all(fixture.admins.slice(0, 3).map((a) => a.faults({ status: 503 })));
+    const began = Date.now();
+    const error = await redlock({ retryDelay: 200, retryJitter: 0 })
+      .acquire("res", 10_000, { maxWait: 1_300 })
+      .catch((e: unknown) => e);
+    const failedAfter = Date.now() - began;
+    expect(error).toBeInstanceOf(LockAcquisitionError);
+    expect((error as LockAcquisitionError).reason).toBe("unreachable");
+    // Back-off 200, 400, 800 ms: the third would end past 1.3 s; it is cut there, and the last ask fails at once.
+    expect(failedAfter).toBeGreaterThanOrEqual(1_250);
+    expect(failedAfter).toBeLessThan(1_800);
+  });
 });
 
 describe("one line for every client", () => {
