@@ -141,7 +141,7 @@ export async function acquire<T extends Lock>(
         cleanups.push(outcome.cleanup);
         if ("held" in outcome) {
           held = outcome.held;
-          turns?.hold(lineName, held);
+          if (waiter) turns?.hold(waiter.queues, held);
           break;
         }
         tallies.push(outcome.failed);
@@ -156,12 +156,12 @@ export async function acquire<T extends Lock>(
             ticket: () => waiter.ticket,
             confirmWithin: rounds.options.nodeTimeout,
             signal,
-            heldHere: turns ? () => turns.heldHere(lineName) : undefined,
+            heldHere: turns ? () => turns.heldHere(waiter.queues) : undefined,
           });
           // A release by this Redlock wakes its first waiter at once, whether its streams are open yet or not.
           const nudged = waker;
           stopListening = turns?.listen(
-            lineName,
+            waiter.queues,
             () => waiter.ticket,
             () => nudged.nudge(),
           );

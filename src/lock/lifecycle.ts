@@ -112,7 +112,7 @@ export class Lifecycle {
     const began = rounds.clock.now();
     const round = await rounds.round(script, keys, args, { decide: "answered", cancelStragglers: false });
     const { granted: released, errors } = round;
-    if (queue) this.#turns?.ring(queue.keys.join("\n"));
+    if (queue) this.#turns?.ring(queue.keys);
     this.emit?.({
       type: "release",
       kind: state.kind,

@@ -30,6 +30,12 @@ const HOLDERS_KEPT = 1_024;
 /** The reason a waiter ends its own timer with once its turn came; it never reaches the caller. */
 const TURN = new DOMException("the waiter's turn came", "AbortError");
 
+/** How to wake one acquisition of this Redlock, and its ticket (the smallest is woken first). */
+interface Bell {
+  ticket: () => string;
+  bell: () => void;
+}
+
 interface Turns {
   /** The acquisition waiting on the nodes now (the one that passes the turn). */
   current: object;
@@ -55,10 +61,10 @@ interface Turns {
  */
 export class LocalLine {
   readonly #locks = new Map<string, Turns>();
-  /** Per lock, how to wake this Redlock's acquisitions waiting on the nodes for it. */
-  readonly #bells = new Map<string, Set<{ ticket: () => string; bell: () => void }>>();
+  /** Per line (one resource's), how to wake this Redlock's acquisitions waiting on the nodes for it. */
+  readonly #bells = new Map<string, Set<Bell>>();
 
-  /** Per lock, the latest lock of this Redlock on it (a mutex has one holder at most). */
+  /** Per line, the latest lock of this Redlock on its resource (a resource has one holder at most). */
   readonly #holders = new Map<string, { readonly validityMs: number }>();
 
   /**
@@ -72,45 +78,58 @@ export class LocalLine {
     return () => this.#leave(lock, token);
   }
 
-  /** Notes that `held`, a lock of this Redlock, holds `lock` (see {@link LocalLine.heldHere}). */
-  hold(lock: string, held: { readonly validityMs: number }): void {
-    if (this.#holders.size >= HOLDERS_KEPT) {
-      for (const [name, holder] of this.#holders) if (holder.validityMs <= 0) this.#holders.delete(name);
-      if (this.#holders.size >= HOLDERS_KEPT) this.#holders.delete(this.#holders.keys().next().value as string);
+  /** Notes that `held`, a lock of this Redlock, holds each of `lines` (see {@link LocalLine.heldHere}). */
+  hold(lines: readonly string[], held: { readonly validityMs: number }): void {
+    if (this.#holders.size + lines.length > HOLDERS_KEPT) {
+      for (const [line, holder] of this.#holders) if (holder.validityMs <= 0) this.#holders.delete(line);
+      while (this.#holders.size > 0 && this.#holders.size + lines.length > HOLDERS_KEPT)
+        this.#holders.delete(this.#holders.keys().next().value as string);
     }
-    this.#holders.set(lock, held);
+    for (const line of lines) this.#holders.set(line, held);
   }
 
-  /** Whether a lock of this Redlock holds `lock` now, within its validity and not released. */
-  heldHere(lock: string): boolean {
-    const holder = this.#holders.get(lock);
-    return holder !== undefined && holder.validityMs > 0;
+  /** Whether locks of this Redlock hold every one of `lines` now, within their validity and not released. */
+  heldHere(lines: readonly string[]): boolean {
+    return lines.every((line) => {
+      const holder = this.#holders.get(line);
+      return holder !== undefined && holder.validityMs > 0;
+    });
   }
 
   /**
-   * Wakes the one of this Redlock's acquisitions waiting on the nodes for `lock` with the smallest ticket (the first
-   * of them in line): a lock of this Redlock on it was just released. One, not all: a release frees the resource for
-   * one waiter, and every waiter asking at each release would cost a round each, per release. In the same process,
-   * so it does not depend on a subscription being open yet; like a wakeup, only a hint.
+   * A lock of this Redlock on `lines` was just released: per line, wakes the one of this Redlock's acquisitions
+   * waiting on the nodes for it with the smallest ticket (the first of them in line). One, not all: a release frees
+   * the resource for one waiter, and every waiter asking at each release would cost a round each, per release. In the
+   * same process, so it does not depend on a subscription being open yet; like a wakeup, only a hint.
    */
-  ring(lock: string): void {
-    this.#holders.delete(lock);
-    const bells = this.#bells.get(lock);
-    if (bells === undefined) return;
-    let first: { ticket: () => string; bell: () => void } | undefined;
-    for (const entry of bells) if (first === undefined || entry.ticket() < first.ticket()) first = entry;
-    first?.bell();
+  ring(lines: readonly string[]): void {
+    const woken = new Set<() => void>();
+    for (const line of lines) {
+      this.#holders.delete(line);
+      let first: Bell | undefined;
+      for (const entry of this.#bells.get(line) ?? []) if (!first || entry.ticket() < first.ticket()) first = entry;
+      if (first) woken.add(first.bell);
+    }
+    for (const bell of woken) bell();
   }
 
-  /** Has `bell` called when {@link LocalLine.ring} rings `lock` and `ticket` is the smallest, until stopped. */
-  listen(lock: string, ticket: () => string, bell: () => void): () => void {
-    const bells = this.#bells.get(lock) ?? new Set<{ ticket: () => string; bell: () => void }>();
-    this.#bells.set(lock, bells);
-    const entry = { ticket, bell };
-    bells.add(entry);
+  /**
+   * Has `bell` called when {@link LocalLine.ring} rings one of `lines` and `ticket` is the smallest there, until the
+   * function it returns is called.
+   */
+  listen(lines: readonly string[], ticket: () => string, bell: () => void): () => void {
+    const entry: Bell = { ticket, bell };
+    for (const line of lines) {
+      const bells = this.#bells.get(line) ?? new Set<Bell>();
+      this.#bells.set(line, bells);
+      bells.add(entry);
+    }
     return () => {
-      bells.delete(entry);
-      if (bells.size === 0 && this.#bells.get(lock) === bells) this.#bells.delete(lock);
+      for (const line of lines) {
+        const bells = this.#bells.get(line);
+        bells?.delete(entry);
+        if (bells?.size === 0) this.#bells.delete(line);
+      }
     };
   }
 

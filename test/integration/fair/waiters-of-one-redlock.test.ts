@@ -49,6 +49,19 @@ describe("waiters of one Redlock", () => {
     await lock.release();
   });
 
+  it("are woken by that Redlock's release of a lock on more resources, with every wakeup lost", async () => {
+    await Promise.all(fixture.admins.map((a) => a.faults({ dropMessages: 100 })));
+    const shared = redlock();
+    const holder = await shared.acquire(["res", "other"], 10_000);
+    const waiting = shared.acquire("res", 10_000, { maxWait: 8_000 });
+    await sleep(300);
+    const released = Date.now();
+    await holder.release();
+    const lock = await waiting;
+    expect(Date.now() - released).toBeLessThan(1_000);
+    await lock.release();
+  });
+
   it("behind that Redlock's own holder send one join, two streams and the granting attempt", async () => {
     const shared = redlock();
     const holder = await shared.acquire("res", 10_000);

@@ -90,33 +90,59 @@ describe("the turns of one Redlock's waiters", () => {
     expect(line.size).toBe(0);
   });
 
-  it("ring the first waiter of the lock released, by ticket, and no other", () => {
+  it("ring, per line of the lock released, the waiter with the smallest ticket, and no other", () => {
     const line = new LocalLine();
     const rung: string[] = [];
     const stopLate = line.listen(
-      "A",
+      ["A"],
       () => "0002",
       () => rung.push("A late"),
     );
     const stopEarly = line.listen(
-      "A",
+      ["A"],
       () => "0001",
       () => rung.push("A early"),
     );
     const stopB = line.listen(
-      "B",
+      ["B"],
       () => "0000",
       () => rung.push("B"),
     );
-    line.ring("A");
+    const stopBoth = line.listen(
+      ["A", "C"],
+      () => "0003",
+      () => rung.push("A and C"),
+    );
+    line.ring(["A"]);
     expect(rung).toEqual(["A early"]);
     stopEarly();
-    line.ring("A");
+    line.ring(["A"]);
     expect(rung).toEqual(["A early", "A late"]);
     stopLate();
-    line.ring("A");
-    expect(rung).toEqual(["A early", "A late"]);
+    // A lock on C and B wakes the first of each, once.
+    line.ring(["C", "B"]);
+    expect(rung).toEqual(["A early", "A late", "A and C", "B"]);
+    stopBoth();
     stopB();
+    expect(line.size).toBe(0);
+  });
+
+  it("tell a lock of this Redlock holds every line asked, while it is valid", () => {
+    const line = new LocalLine();
+    let validity = 1_000;
+    line.hold(["A", "B"], {
+      get validityMs() {
+        return validity;
+      },
+    });
+    expect(line.heldHere(["A"])).toBe(true);
+    expect(line.heldHere(["A", "B"])).toBe(true);
+    expect(line.heldHere(["A", "C"])).toBe(false);
+    validity = 0;
+    expect(line.heldHere(["A"])).toBe(false);
+    validity = 1_000;
+    line.ring(["A", "B"]);
+    expect(line.heldHere(["B"])).toBe(false);
     expect(line.size).toBe(0);
   });
 });
