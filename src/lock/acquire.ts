@@ -128,7 +128,8 @@ export async function acquire<T extends Lock>(
   const turns = waiter && policy.fair && strategy.kind === "lock" ? machinery.turns : undefined;
   let endTurn: (() => void) | undefined;
   let stopListening: (() => void) | undefined;
-  const lineName = waiter?.queues.join("\n") ?? "";
+  // Joined only where there are turns: no string built for an acquisition that never takes one.
+  const lineName = turns ? (waiter as Line).queues.join("\n") : "";
   let asked = false;
   try {
     try {
@@ -141,7 +142,7 @@ export async function acquire<T extends Lock>(
         cleanups.push(outcome.cleanup);
         if ("held" in outcome) {
           held = outcome.held;
-          if (waiter) turns?.hold(waiter.queues, held);
+          turns?.hold((waiter as Line).queues, held);
           break;
         }
         tallies.push(outcome.failed);

@@ -21,7 +21,7 @@ import type { LocalLine } from "./local-line.ts";
  */
 export class Lifecycle {
   readonly #rounds: Rounds;
-  /** This Redlock's waiters, woken in-process by its own releases. */
+  /** This Redlock's waiters, woken directly by its own releases. */
   readonly #turns: LocalLine | undefined;
   /** Reports to the Redlock's `onEvent`; absent without one. */
   readonly emit: Emit | undefined;

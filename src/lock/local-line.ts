@@ -100,7 +100,7 @@ export class LocalLine {
    * A lock of this Redlock on `lines` was just released: per line, wakes the one of this Redlock's acquisitions
    * waiting on the nodes for it with the smallest ticket (the first of them in line). One, not all: a release frees
    * the resource for one waiter, and every waiter asking at each release would cost a round each, per release. In the
-   * same process, so it does not depend on a subscription being open yet; like a wakeup, only a hint.
+   * same runtime, so it does not depend on a subscription being open yet; like a wakeup, only a hint.
    */
   ring(lines: readonly string[]): void {
     const woken = new Set<() => void>();
@@ -140,44 +140,35 @@ export class LocalLine {
    */
   async enter(lock: string, clock: Clock, limitMs: number, signal?: AbortSignal): Promise<() => void> {
     signal?.throwIfAborted();
+    const taken = this.take(lock);
+    if (taken) return taken;
     const token = {};
     const leave = () => this.#leave(lock, token);
-    const turns = this.#locks.get(lock);
-    if (turns === undefined) {
-      this.#locks.set(lock, { current: token, queue: [] });
-      return leave;
-    }
     // Resolved by the acquisition before, which may run in another request: a promise, not a timer of ours.
     let go!: () => void;
     const given = new Promise<void>((resolve) => (go = resolve));
     const entry = { token, go };
-    turns.queue.push(entry);
+    this.#locks.get(lock)?.queue.push(entry);
     const own = new AbortController();
     const both = followSignals([signal, own.signal]);
     try {
       await Promise.race([given, clock.sleep(Math.min(LOCAL_TURN_MS, Math.max(0, limitMs)), both.signal)]);
-    } catch (error) {
-      if (signal?.aborted) {
-        this.#drop(lock, entry);
-        // The turn may have come in the same task: it goes on to the next one.
-        leave();
-        throw signal.reason;
-      }
-      throw error;
+    } catch {
+      // Only the caller's abort ends the sleep early (its own signal aborts below, once it is over).
     } finally {
       own.abort(TURN);
       both.dispose();
     }
-    // Given, or taken when the time was up: the one before, when it ends, then passes nothing.
     this.#drop(lock, entry);
-    const now = this.#locks.get(lock);
-    if (now === undefined) this.#locks.set(lock, { current: token, queue: [] });
-    else now.current = token;
-    // The turn and the caller's abort came in the same task: the turn goes on to the next one.
+    // Aborted, perhaps in the same task as the turn came: a turn it was given goes on to the next one.
     if (signal?.aborted) {
       leave();
       throw signal.reason;
     }
+    // Given, or taken when the time was up: the one before, when it ends, then passes nothing.
+    const now = this.#locks.get(lock);
+    if (now === undefined) this.#locks.set(lock, { current: token, queue: [] });
+    else now.current = token;
     return leave;
   }
 

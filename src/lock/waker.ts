@@ -136,7 +136,7 @@ export interface WakerOptions {
   /** The acquisition's signal. */
   signal?: AbortSignal;
   /**
-   * Whether a lock of the same Redlock holds the resource now: its release wakes the waiter in process, so a first
+   * Whether a lock of the same Redlock holds the resource now: its release wakes the waiter directly, so a first
    * confirmation need not ask in case a release came before it.
    */
   heldHere?: () => boolean;
@@ -242,7 +242,7 @@ export class Waker {
       this.#opening--;
       this.#alive++;
       // A release between the refusal and the first confirmation was heard by nobody: the first in line asks once,
-      // unless the holder is a lock of the same Redlock, whose release wakes it in process.
+      // unless the holder is a lock of the same Redlock, whose release wakes it directly.
       if (this.#head && !this.#confirmedOnce && !this.#options.heldHere?.()) this.#ring();
       this.#confirmedOnce = true;
       await subscription.closed;
